@@ -1,0 +1,222 @@
+//! Errors: why a file is not a well-formed ELF, why its signature cannot be parsed, and why a file
+//! is refused.
+//!
+//! All of them are small `Copy` values so that the kernel can return them without allocating.
+
+use core::fmt;
+
+/// Any failure while parsing a file or its signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// Reading the file failed, or it ended before a range that its own headers promised.
+    Io,
+    /// The file is not a well-formed ELF file.
+    Elf(ElfError),
+    /// The file carries a signature section that is not well formed.
+    Signature(SignatureError),
+}
+
+/// Why a file is not a well-formed ELF file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElfError {
+    /// The file does not start with the ELF magic `\x7fELF`.
+    NotElf,
+    /// The file is shorter than its ELF header.
+    TruncatedHeader,
+    /// `EI_CLASS` is neither ELFCLASS32 nor ELFCLASS64.
+    BadClass(u8),
+    /// `EI_DATA` is neither little- nor big-endian.
+    BadEncoding(u8),
+    /// `EI_VERSION` is not EV_CURRENT.
+    BadVersion(u8),
+    /// `e_phentsize` does not match the class.
+    BadProgramHeaderSize(u16),
+    /// `e_shentsize` does not match the class.
+    BadSectionHeaderSize(u16),
+    /// The program header table extends past the end of the file.
+    ProgramHeadersOutOfBounds,
+    /// The section header table extends past the end of the file.
+    SectionHeadersOutOfBounds,
+    /// `e_shoff`, `e_shnum`, `e_shstrndx` and section 0 contradict each other.
+    InconsistentSectionCount,
+    /// `e_phnum` is `PN_XNUM` but there is no section 0 to hold the real count.
+    InconsistentSegmentCount,
+    /// `e_shstrndx` names no section.
+    BadNamesIndex,
+    /// The section-name table is not of type `SHT_STRTAB`.
+    NamesNotStringTable,
+    /// A segment's file range extends past the end of the file.
+    SegmentOutOfBounds {
+        /// Index of the program header.
+        index: u64,
+    },
+    /// A section's contents extend past the end of the file.
+    SectionOutOfBounds {
+        /// Index of the section header.
+        index: u64,
+    },
+    /// A section's name lies outside the section-name table.
+    SectionNameOutOfBounds {
+        /// Index of the section header.
+        index: u64,
+    },
+    /// Two of the ELF header, program header table and section header table overlap.
+    TablesOverlap,
+    /// A section's contents overlap the ELF header or the section header table.
+    SectionOverlapsTable {
+        /// Index of the section header.
+        index: u64,
+    },
+    /// An offset or count does not fit the file's class (ELF32 offsets are 32-bit).
+    TooLarge,
+}
+
+/// Why a signature section cannot be parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignatureError {
+    /// The payload is smaller than [`crate::MIN_PAYLOAD_LEN`] or larger than
+    /// [`crate::MAX_PAYLOAD_LEN`].
+    PayloadSize,
+    /// The payload extends past the end of the file.
+    PayloadOutOfBounds,
+    /// The payload overlaps the ELF header or the section header table.
+    PayloadOverlapsHeaders,
+    /// The record does not start with [`crate::record::RECORD_MAGIC`].
+    BadMagic,
+    /// The record has a format version this parser does not know.
+    UnsupportedVersion(u16),
+    /// The record names a hash algorithm this parser does not know.
+    UnsupportedHash(u16),
+    /// A reserved field of the record is not zero.
+    ReservedNotZero,
+    /// The payload lies inside a segment, where a loader would map it.
+    PayloadInSegment,
+    /// The record contradicts itself (payload outside the signed length, original file longer
+    /// than the part before the payload, ...).
+    InconsistentRecord,
+    /// The PKCS#7 blob is not one DER SEQUENCE filling the rest of the payload.
+    BadCms,
+    /// A signature section exists but is not the last section header.
+    NotLast,
+    /// More than one signature section exists.
+    Duplicate,
+}
+
+/// Why a file is refused: the shared vocabulary of the CLI's `verify` and the kernel module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// The file is a well-formed ELF without a signature.
+    Unsigned,
+    /// The file is not a well-formed ELF.
+    MalformedElf(ElfError),
+    /// The signature section cannot be parsed.
+    MalformedSignature(SignatureError),
+    /// The signature names a key that is not trusted.
+    UnknownKey,
+    /// The signature does not verify with the key it names.
+    BadSignature,
+    /// The signature is valid but the file is not what was signed.
+    Modified,
+    /// The signed content has been revoked.
+    Revoked,
+    /// The file could not be read.
+    Io,
+}
+
+impl From<Error> for Rejection {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Io => Rejection::Io,
+            Error::Elf(e) => Rejection::MalformedElf(e),
+            Error::Signature(e) => Rejection::MalformedSignature(e),
+        }
+    }
+}
+
+impl From<ElfError> for Error {
+    fn from(e: ElfError) -> Self {
+        Error::Elf(e)
+    }
+}
+
+impl From<SignatureError> for Error {
+    fn from(e: SignatureError) -> Self {
+        Error::Signature(e)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io => f.write_str("read error or file shorter than its headers say"),
+            Error::Elf(e) => write!(f, "malformed ELF: {e}"),
+            Error::Signature(e) => write!(f, "malformed signature: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for ElfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ElfError::NotElf => f.write_str("not an ELF file"),
+            ElfError::TruncatedHeader => f.write_str("file is shorter than its ELF header"),
+            ElfError::BadClass(c) => write!(f, "unknown ELF class {c}"),
+            ElfError::BadEncoding(d) => write!(f, "unknown ELF data encoding {d}"),
+            ElfError::BadVersion(v) => write!(f, "unknown ELF version {v}"),
+            ElfError::BadProgramHeaderSize(s) => write!(f, "program header size {s} does not match the class"),
+            ElfError::BadSectionHeaderSize(s) => write!(f, "section header size {s} does not match the class"),
+            ElfError::ProgramHeadersOutOfBounds => f.write_str("program header table extends past the end of the file"),
+            ElfError::SectionHeadersOutOfBounds => f.write_str("section header table extends past the end of the file"),
+            ElfError::InconsistentSectionCount => f.write_str("section count fields are inconsistent"),
+            ElfError::InconsistentSegmentCount => f.write_str("extended program header count without a section 0"),
+            ElfError::BadNamesIndex => f.write_str("section-name table index out of range"),
+            ElfError::NamesNotStringTable => f.write_str("section-name table is not a string table"),
+            ElfError::SegmentOutOfBounds { index } => write!(f, "segment {index} extends past the end of the file"),
+            ElfError::SectionOutOfBounds { index } => write!(f, "section {index} extends past the end of the file"),
+            ElfError::SectionNameOutOfBounds { index } => {
+                write!(f, "name of section {index} lies outside the name table")
+            }
+            ElfError::TablesOverlap => f.write_str("ELF header, program headers and section headers overlap"),
+            ElfError::SectionOverlapsTable { index } => {
+                write!(f, "section {index} overlaps the ELF header or section header table")
+            }
+            ElfError::TooLarge => f.write_str("an offset or count does not fit the ELF class"),
+        }
+    }
+}
+
+impl fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            SignatureError::PayloadSize => f.write_str("signature payload size out of bounds"),
+            SignatureError::PayloadOutOfBounds => f.write_str("signature payload extends past the end of the file"),
+            SignatureError::PayloadOverlapsHeaders => {
+                f.write_str("signature payload overlaps the ELF header or section headers")
+            }
+            SignatureError::BadMagic => f.write_str("signed record has a bad magic"),
+            SignatureError::UnsupportedVersion(v) => write!(f, "unsupported format version {v}"),
+            SignatureError::UnsupportedHash(h) => write!(f, "unsupported hash algorithm {h}"),
+            SignatureError::ReservedNotZero => f.write_str("reserved field of the signed record is not zero"),
+            SignatureError::PayloadInSegment => f.write_str("signature payload lies inside a loadable segment"),
+            SignatureError::InconsistentRecord => f.write_str("signed record contradicts itself"),
+            SignatureError::BadCms => f.write_str("PKCS#7 blob is not a single DER structure"),
+            SignatureError::NotLast => f.write_str("signature section is not the last section"),
+            SignatureError::Duplicate => f.write_str("more than one signature section"),
+        }
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Unsigned => f.write_str("not signed"),
+            Rejection::MalformedElf(e) => write!(f, "malformed ELF: {e}"),
+            Rejection::MalformedSignature(e) => write!(f, "malformed signature: {e}"),
+            Rejection::UnknownKey => f.write_str("signed by an unknown key"),
+            Rejection::BadSignature => f.write_str("bad signature (the signature does not verify)"),
+            Rejection::Modified => f.write_str("modified since it was signed (digest mismatch)"),
+            Rejection::Revoked => f.write_str("revoked"),
+            Rejection::Io => f.write_str("read error"),
+        }
+    }
+}
