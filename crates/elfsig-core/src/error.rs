@@ -74,14 +74,15 @@ pub enum ElfError {
 /// Why a signature section cannot be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SignatureError {
-    /// The payload is smaller than [`crate::MIN_PAYLOAD_LEN`] or larger than
-    /// [`crate::MAX_PAYLOAD_LEN`].
+    /// The payload is smaller than [`super::MIN_PAYLOAD_LEN`] or larger than
+    /// [`super::MAX_PAYLOAD_LEN`].
     PayloadSize,
-    /// The payload extends past the end of the file.
+    /// The payload extends past the end of the file (or into the trailer that points at it).
     PayloadOutOfBounds,
-    /// The payload overlaps the ELF header or the section header table.
+    /// The payload overlaps the ELF header, the program header table or the section header
+    /// table.
     PayloadOverlapsHeaders,
-    /// The record does not start with [`crate::record::RECORD_MAGIC`].
+    /// The record does not start with [`super::record::RECORD_MAGIC`].
     BadMagic,
     /// The record has a format version this parser does not know.
     UnsupportedVersion(u16),
@@ -189,7 +190,9 @@ impl fmt::Display for SignatureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             SignatureError::PayloadSize => f.write_str("signature payload size out of bounds"),
-            SignatureError::PayloadOutOfBounds => f.write_str("signature payload extends past the end of the file"),
+            SignatureError::PayloadOutOfBounds => {
+                f.write_str("signature payload extends past the end of the file or into its trailer")
+            }
             SignatureError::PayloadOverlapsHeaders => {
                 f.write_str("signature payload overlaps the ELF header or section headers")
             }
@@ -199,7 +202,7 @@ impl fmt::Display for SignatureError {
             SignatureError::ReservedNotZero => f.write_str("reserved field of the signed record is not zero"),
             SignatureError::PayloadInSegment => f.write_str("signature payload lies inside a loadable segment"),
             SignatureError::InconsistentRecord => f.write_str("signed record contradicts itself"),
-            SignatureError::BadCms => f.write_str("PKCS#7 blob is not a single DER structure"),
+            SignatureError::BadCms => f.write_str("PKCS#7 signature is not well formed"),
             SignatureError::NotLast => f.write_str("signature section is not the last section"),
             SignatureError::Duplicate => f.write_str("more than one signature section"),
         }
@@ -214,7 +217,7 @@ impl fmt::Display for Rejection {
             Rejection::MalformedSignature(e) => write!(f, "malformed signature: {e}"),
             Rejection::UnknownKey => f.write_str("signed by an unknown key"),
             Rejection::BadSignature => f.write_str("bad signature (the signature does not verify)"),
-            Rejection::Modified => f.write_str("modified since it was signed (digest mismatch)"),
+            Rejection::Modified => f.write_str("modified since it was signed"),
             Rejection::Revoked => f.write_str("revoked"),
             Rejection::Io => f.write_str("read error"),
         }

@@ -10,13 +10,20 @@
 //! ```text
 //! | original file (ELF header patched) | pad | names | pad | payload | pad | section headers |
 //! ```
+//!
+//! A file without a section header table keeps its header as it is and gets a trailer instead:
+//!
+//! ```text
+//! | original file | pad | payload | pad | trailer |
+//! ```
 
-use crate::elf::{
+use super::elf::{
     ElfFile, FileHeader, SectionFields, SectionHeader, SectionTable, SHN_LORESERVE, SHN_XINDEX, SHT_PROGBITS,
     SHT_STRTAB,
 };
-use crate::record::{HashAlgorithm, Original};
-use crate::{ByteRange, ElfError, Error, SignatureError, SignedRecord};
+use super::locate::TRAILER_LEN;
+use super::record::{HashAlgorithm, Original};
+use super::{ByteRange, ElfError, Error, SignatureError, SignedRecord};
 
 /// Alignment of each appended piece.
 pub const ALIGN: u64 = 8;
@@ -47,15 +54,39 @@ pub struct SignedLayout {
     pub names: ByteRange,
     /// The signature payload.
     pub payload: ByteRange,
-    /// The new section header table.
-    pub sections: ByteRange,
-    /// Number of entries in the new section header table.
-    pub section_count: u64,
+    /// What points at the payload: a new section header table, or a trailer.
+    pub anchor: LayoutAnchor,
     /// Length of the signed file.
     pub file_len: u64,
     original_names_index: Option<u64>,
     created_names_index: Option<u64>,
     signature_name: u32,
+}
+
+/// What the signer appends after the payload to point at it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutAnchor {
+    /// A new section header table, whose last entry is the signature section.
+    Sections {
+        /// Where the table goes.
+        range: ByteRange,
+        /// Its number of entries.
+        count: u64,
+    },
+    /// A trailer, for files without a section header table.
+    Trailer {
+        /// Where the trailer goes.
+        range: ByteRange,
+    },
+}
+
+impl LayoutAnchor {
+    /// The bytes it occupies.
+    pub fn range(&self) -> ByteRange {
+        match *self {
+            LayoutAnchor::Sections { range, .. } | LayoutAnchor::Trailer { range } => range,
+        }
+    }
 }
 
 fn align(value: u64) -> Option<u64> {
@@ -74,27 +105,52 @@ impl SignedLayout {
         let original_count = original.sections.map_or(0, |s| s.count);
         let original_names_index = original.sections.and_then(|s| s.names_index);
 
+        let start = align(original.file_len).ok_or(too_large)?;
+        if original.sections.is_none() {
+            // A trailer instead of a section table; the ELF header stays as it is.
+            let payload = ByteRange { offset: start, len: payload_len };
+            let trailer = ByteRange { offset: payload.end().and_then(align).ok_or(too_large)?, len: TRAILER_LEN };
+            let file_len = trailer.end().ok_or(too_large)?;
+            if file_len > class.max_offset() {
+                return Err(too_large);
+            }
+            return Ok(SignedLayout {
+                header: original.header,
+                original_len: original.file_len,
+                original_sections: None,
+                names_source: ByteRange::EMPTY,
+                names_suffix: b"",
+                names: ByteRange { offset: start, len: 0 },
+                payload,
+                anchor: LayoutAnchor::Trailer { range: trailer },
+                file_len,
+                original_names_index: None,
+                created_names_index: None,
+                signature_name: 0,
+            });
+        }
+
         let (names_source, names_suffix, signature_name, created_names_index) = match original.names {
             Some(names) => {
                 let source = ByteRange { offset: names.sh_offset, len: names.sh_size };
                 let name = names.sh_size.checked_add(1).and_then(|n| u32::try_from(n).ok()).ok_or(too_large)?;
                 (source, NAMES_SUFFIX, name, None)
             }
-            None => (ByteRange::EMPTY, NEW_NAMES, NEW_NAMES_ELFSIG, Some(original_count.max(1))),
+            None => (ByteRange::EMPTY, NEW_NAMES, NEW_NAMES_ELFSIG, Some(original_count)),
         };
         let suffix_len = u64::try_from(names_suffix.len()).map_err(|_| too_large)?;
         let names_len = names_source.len.checked_add(suffix_len).ok_or(too_large)?;
-        let names = ByteRange { offset: align(original.file_len).ok_or(too_large)?, len: names_len };
+        let names = ByteRange { offset: start, len: names_len };
         let payload = ByteRange { offset: names.end().and_then(align).ok_or(too_large)?, len: payload_len };
 
         let added = if created_names_index.is_some() { 2 } else { 1 };
-        let section_count = original_count.max(1).checked_add(added).ok_or(too_large)?;
-        if u32::try_from(section_count).is_err() {
+        let count = original_count.checked_add(added).ok_or(too_large)?;
+        if u32::try_from(count).is_err() {
             return Err(too_large);
         }
         let sections = ByteRange {
             offset: payload.end().and_then(align).ok_or(too_large)?,
-            len: section_count.checked_mul(class.section_header_len()).ok_or(too_large)?,
+            len: count.checked_mul(class.section_header_len()).ok_or(too_large)?,
         };
         let file_len = sections.end().ok_or(too_large)?;
         if file_len > class.max_offset() {
@@ -108,8 +164,7 @@ impl SignedLayout {
             names_suffix,
             names,
             payload,
-            sections,
-            section_count,
+            anchor: LayoutAnchor::Sections { range: sections, count },
             file_len,
             original_names_index,
             created_names_index,
@@ -119,15 +174,18 @@ impl SignedLayout {
 
     /// The section-table fields of the signed file's ELF header.
     pub fn header_fields(&self) -> SectionFields {
+        let LayoutAnchor::Sections { range, count } = self.anchor else {
+            return self.header.sections;
+        };
         let reserved = u64::from(SHN_LORESERVE);
-        let e_shnum = u16::try_from(self.section_count).ok().filter(|&n| n < SHN_LORESERVE).unwrap_or(0);
+        let e_shnum = u16::try_from(count).ok().filter(|&n| n < SHN_LORESERVE).unwrap_or(0);
         let e_shstrndx = match self.created_names_index {
             None => self.header.sections.e_shstrndx,
             Some(index) if index < reserved => u16::try_from(index).unwrap_or(SHN_XINDEX),
             Some(_) => SHN_XINDEX,
         };
         SectionFields {
-            e_shoff: self.sections.offset,
+            e_shoff: range.offset,
             e_shentsize: u16::try_from(self.header.class.section_header_len()).unwrap_or(0),
             e_shnum,
             e_shstrndx,
@@ -163,10 +221,13 @@ impl SignedLayout {
         section
     }
 
-    /// Entry `copied_sections() + k` of the new table: a null section 0 when the original had no
-    /// table, a section-name table when it had none, and the signature section, always last.
+    /// Entry `copied_sections() + k` of the new table: a section-name table when the original
+    /// had none, and the signature section, always last. `None` past the table, and always for a
+    /// trailer.
     pub fn added_section(&self, k: u64) -> Option<SectionHeader> {
-        let null = (self.original_sections.is_none()).then(|| self.with_extended_counts(SectionHeader::default()));
+        if let LayoutAnchor::Trailer { .. } = self.anchor {
+            return None;
+        }
         let names = self.created_names_index.map(|_| SectionHeader {
             sh_name: NEW_NAMES_SHSTRTAB,
             sh_type: SHT_STRTAB,
@@ -184,15 +245,17 @@ impl SignedLayout {
             ..SectionHeader::default()
         };
         let k = usize::try_from(k).ok()?;
-        [null, names, Some(signature)].into_iter().flatten().nth(k)
+        [names, Some(signature)].into_iter().flatten().nth(k)
     }
 
     /// Section 0 carries the section count when it is 0xff00 or more, and the name table's index
     /// when that is.
     fn with_extended_counts(&self, mut first: SectionHeader) -> SectionHeader {
         let reserved = u64::from(SHN_LORESERVE);
-        if self.section_count >= reserved {
-            first.sh_size = self.section_count;
+        if let LayoutAnchor::Sections { count, .. } = self.anchor {
+            if count >= reserved {
+                first.sh_size = count;
+            }
         }
         if let Some(index) = self.created_names_index.filter(|&i| i >= reserved) {
             first.sh_link = u32::try_from(index).unwrap_or(0);

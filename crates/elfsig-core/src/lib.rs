@@ -6,9 +6,13 @@
 //! cannot panic: in the kernel a panic is a `BUG()`. Every offset is computed with checked
 //! arithmetic and every byte is read with `get`; the clippy lints below hold the line.
 //!
+//! Paths inside the crate are relative (`super::`), never `crate::`: in the kernel module this
+//! crate is a module, and `crate::` would name the module's own root.
+//!
 //! The format itself is described in `docs/FORMAT.md`. In short: the signer appends a copy of the
 //! section-name table, a signature payload and a new section header table to the untouched original
-//! file, and the last section header describes the payload. Everything except the payload is
+//! file, and the last section header describes the payload (files without a section header table
+//! get the payload and a trailer pointing at it instead). Everything except the payload is
 //! hashed; the payload holds a [`SignedRecord`] (which pins the file length, the payload position,
 //! the digest and what `remove` needs) followed by a detached PKCS#7 signature over the record.
 //!
@@ -51,8 +55,8 @@ pub use elf::{Class, ElfFile, FileHeader, SectionHeader, SectionTable};
 pub use endian::Endian;
 pub use error::{ElfError, Error, Rejection, SignatureError};
 #[cfg(feature = "signer")]
-pub use layout::SignedLayout;
-pub use locate::{find_signature, SignatureLocation};
+pub use layout::{LayoutAnchor, SignedLayout};
+pub use locate::{find_signature, Anchor, SignatureLocation};
 pub use payload::Payload;
 pub use range::ByteRange;
 pub use read::{IoError, ReadAt};

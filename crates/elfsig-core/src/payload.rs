@@ -1,7 +1,7 @@
 //! The signature payload, the contents of the signature section: a [`SignedRecord`] followed by a
 //! DER-encoded PKCS#7 `SignedData` over the record.
 
-use crate::{der, Error, ReadAt, SignatureError, SignatureLocation, SignedRecord, MAX_PAYLOAD_LEN, MIN_PAYLOAD_LEN};
+use super::{der, Error, ReadAt, SignatureError, SignatureLocation, SignedRecord, MAX_PAYLOAD_LEN, MIN_PAYLOAD_LEN};
 
 /// A parsed payload, borrowing its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,8 +26,8 @@ impl ReadAt for &[u8] {
     }
 }
 
-impl From<IoError> for crate::Error {
+impl From<IoError> for super::Error {
     fn from(_: IoError) -> Self {
-        crate::Error::Io
+        super::Error::Io
     }
 }

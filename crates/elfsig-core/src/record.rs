@@ -25,9 +25,9 @@
 //! |     62 |    2 | reserved, zero                          |
 //! |     64 |   32 | digest of the file without the payload  |
 
-use crate::elf::SectionFields;
-use crate::endian::{array_at, put_at};
-use crate::{ByteRange, Error, SignatureError, SignatureLocation};
+use super::elf::SectionFields;
+use super::endian::{array_at, put_at};
+use super::{ByteRange, Error, SignatureError, SignatureLocation};
 
 /// First bytes of every record.
 pub const RECORD_MAGIC: [u8; 8] = *b"ELFSIGRC";

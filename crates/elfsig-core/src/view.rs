@@ -8,8 +8,10 @@
 
 use core::fmt;
 
-use crate::elf::{FileHeader, SectionFields, SectionHeader};
-use crate::{Error, IoError, ReadAt, SignatureError, SignatureLocation, SignedLayout, SignedRecord};
+use super::elf::{FileHeader, SectionFields, SectionHeader};
+use super::layout::LayoutAnchor;
+use super::locate::encode_trailer;
+use super::{Error, IoError, ReadAt, SignatureError, SignatureLocation, SignedLayout, SignedRecord};
 
 /// The first bytes of a file, up to the end of its ELF header, with the section-table fields
 /// replaced.
@@ -63,6 +65,8 @@ enum Piece {
     Payload,
     /// The new section header table.
     Sections,
+    /// The trailer of a file without a section header table.
+    Trailer,
 }
 
 /// The signed file, computed on demand from the original and a layout.
@@ -99,7 +103,12 @@ impl<'a> SignedView<'a> {
     fn piece(&self, pos: u64) -> Option<(Piece, u64, u64)> {
         let l = &self.layout;
         let names_copied_end = l.names.offset.checked_add(l.names_source.len)?;
-        // Contiguous, in file order: each piece starts where the previous one ends.
+        let (anchor_piece, anchor) = match l.anchor {
+            LayoutAnchor::Sections { range, .. } => (Piece::Sections, range),
+            LayoutAnchor::Trailer { range } => (Piece::Trailer, range),
+        };
+        // Contiguous, in file order: each piece starts where the previous one ends (the names are
+        // empty for a trailer).
         let pieces = [
             (Piece::Original, l.original_len),
             (Piece::Zeros, l.names.offset),
@@ -107,8 +116,8 @@ impl<'a> SignedView<'a> {
             (Piece::NamesSuffix, l.names.end()?),
             (Piece::Zeros, l.payload.offset),
             (Piece::Payload, l.payload.end()?),
-            (Piece::Zeros, l.sections.offset),
-            (Piece::Sections, l.sections.end()?),
+            (Piece::Zeros, anchor.offset),
+            (anchor_piece, anchor.end()?),
         ];
         let mut start = 0u64;
         for (piece, end) in pieces {
@@ -163,6 +172,10 @@ impl<'a> SignedView<'a> {
                 Ok(n)
             }
             Piece::Payload => Ok(copy_prefix(out, self.payload.get(within_usize..).ok_or(IoError)?)),
+            Piece::Trailer => {
+                let trailer = encode_trailer(self.layout.payload);
+                Ok(copy_prefix(out, trailer.get(within_usize..).ok_or(IoError)?))
+            }
             Piece::Sections => {
                 let class = self.layout.header.class;
                 let entry_len = class.section_header_len();

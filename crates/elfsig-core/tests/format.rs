@@ -108,15 +108,44 @@ fn regressions_hold() {
 // Section table shapes.
 
 #[test]
-fn file_without_section_table_gets_null_names_and_signature_sections() {
-    let original = elf64(Sections::None);
-    assert_eq!(u64_at(&original, 40), 0);
-    let s = signed(&original);
-    assert_eq!(u16_at(&s, 60), 3, "null, .shstrtab, .elfsig");
-    assert_eq!(u16_at(&s, 62), 1, "the new name table is section 1");
-    assert_eq!(u16_at(&s, 58), 64, "e_shentsize set for the new table");
-    let names = shdr(&s, 1);
-    assert_eq!(u32::from_le_bytes(s[names + 4..names + 8].try_into().unwrap()), 3, "SHT_STRTAB");
+fn file_without_section_table_gets_a_trailer_and_keeps_its_header() {
+    for spec in [Spec::new(FClass::Elf64, FEndian::Little), Spec::new(FClass::Elf32, FEndian::Big).kind(Kind::Dyn)] {
+        let original = fixtures::synth(&spec.sections(Sections::None));
+        assert_eq!(parse(&original).unwrap().sections, None);
+        let s = signed(&original);
+        let header_len = if s[4] == 2 { 64 } else { 52 };
+        assert_eq!(s[..header_len], original[..header_len], "the ELF header is untouched");
+        let elf = parse(&s).unwrap();
+        assert_eq!(elf.sections, None, "no section header table was added");
+        let location = elf.signature.unwrap();
+        let trailer = &s[s.len() - 24..];
+        assert_eq!(&trailer[..8], b"ELFSIGTR");
+        assert_eq!(u64::from_le_bytes(trailer[8..16].try_into().unwrap()), location.payload.offset);
+        assert_eq!(u64::from_le_bytes(trailer[16..24].try_into().unwrap()), location.payload.len);
+        assert!(matches!(location.anchor, elfsig_core::Anchor::Trailer { .. }));
+    }
+}
+
+#[test]
+fn a_trailer_that_lies_is_refused() {
+    let s = signed(&elf64(Sections::None));
+    let trailer = s.len() - 24;
+    let with_trailer = |offset: u64, len: u64| {
+        let mut b = s.clone();
+        put_u64(&mut b, trailer + 8, offset);
+        put_u64(&mut b, trailer + 16, len);
+        find_signature(&mut &b[..], b.len() as u64)
+    };
+    let payload = u64_at(&s, trailer + 8);
+    let size = u64_at(&s, trailer + 16);
+    assert_eq!(with_trailer(payload, 10), Err(SignatureError::PayloadSize.into()));
+    assert_eq!(with_trailer(payload, size + 100), Err(SignatureError::PayloadOutOfBounds.into()));
+    assert_eq!(with_trailer(u64::MAX - 5, size), Err(SignatureError::PayloadOutOfBounds.into()));
+    assert_eq!(with_trailer(0, size), Err(SignatureError::PayloadOverlapsHeaders.into()));
+    assert_eq!(with_trailer(payload - 8, size), Err(SignatureError::BadMagic.into()));
+    let mut no_magic = s.clone();
+    no_magic[trailer] ^= 0xff;
+    assert_eq!(find_signature(&mut &no_magic[..], no_magic.len() as u64), Ok(None), "no trailer: unsigned");
 }
 
 #[test]
@@ -169,12 +198,20 @@ fn new_name_table_with_an_index_past_0xff00() {
 
 #[test]
 fn big_endian_and_32_bit_files_keep_their_encoding() {
-    for (class, endian) in [(FClass::Elf32, FEndian::Big), (FClass::Elf32, FEndian::Little), (FClass::Elf64, FEndian::Big)] {
+    for (class, endian) in
+        [(FClass::Elf32, FEndian::Big), (FClass::Elf32, FEndian::Little), (FClass::Elf64, FEndian::Big)]
+    {
         let original = fixtures::synth(&Spec::new(class, endian).kind(Kind::Dyn));
         let s = signed(&original);
         let elf = parse(&s).unwrap();
-        assert_eq!(elf.header.class, if class == FClass::Elf32 { elfsig_core::Class::Elf32 } else { elfsig_core::Class::Elf64 });
-        assert_eq!(elf.header.endian, if endian == FEndian::Big { elfsig_core::Endian::Big } else { elfsig_core::Endian::Little });
+        assert_eq!(
+            elf.header.class,
+            if class == FClass::Elf32 { elfsig_core::Class::Elf32 } else { elfsig_core::Class::Elf64 }
+        );
+        assert_eq!(
+            elf.header.endian,
+            if endian == FEndian::Big { elfsig_core::Endian::Big } else { elfsig_core::Endian::Little }
+        );
         assert!(elf.signature.is_some());
     }
 }
@@ -211,48 +248,92 @@ fn malformed_elf_files_are_refused_with_their_reason() {
         ("bad version", with(base.clone(), |b| b[6] = 0), ElfError::BadVersion(0)),
         ("bad phentsize", with(base.clone(), |b| put_u16(b, 54, 50)), ElfError::BadProgramHeaderSize(50)),
         ("bad shentsize", with(base.clone(), |b| put_u16(b, 58, 40)), ElfError::BadSectionHeaderSize(40)),
-        ("section table past the end", with(base.clone(), |b| put_u64(b, 40, len - 8)), ElfError::SectionHeadersOutOfBounds),
+        (
+            "section table past the end",
+            with(base.clone(), |b| put_u64(b, 40, len - 8)),
+            ElfError::SectionHeadersOutOfBounds,
+        ),
         ("absurd section count", with(base.clone(), |b| put_u16(b, 60, 0xfe00)), ElfError::SectionHeadersOutOfBounds),
         ("offset overflow", with(base.clone(), |b| put_u64(b, 40, u64::MAX - 10)), ElfError::SectionHeadersOutOfBounds),
         ("extended count of 0", with(base.clone(), |b| put_u16(b, 60, 0)), ElfError::InconsistentSectionCount),
         ("sections without a table", with(base.clone(), |b| put_u64(b, 40, 0)), ElfError::InconsistentSectionCount),
         ("name index too large", with(base.clone(), |b| put_u16(b, 62, n as u16)), ElfError::BadNamesIndex),
         ("name index reserved", with(base.clone(), |b| put_u16(b, 62, 0xff05)), ElfError::BadNamesIndex),
-        ("program headers past the end", with(base.clone(), |b| put_u64(b, 32, len - 10)), ElfError::ProgramHeadersOutOfBounds),
-        ("program headers over section headers", with(base.clone(), |b| {
-            let at = shoff(b) as u64;
-            put_u64(b, 32, at);
-        }), ElfError::TablesOverlap),
+        (
+            "program headers past the end",
+            with(base.clone(), |b| put_u64(b, 32, len - 10)),
+            ElfError::ProgramHeadersOutOfBounds,
+        ),
+        (
+            "program headers over section headers",
+            with(base.clone(), |b| {
+                let at = shoff(b) as u64;
+                put_u64(b, 32, at);
+            }),
+            ElfError::TablesOverlap,
+        ),
         ("program headers over the ELF header", with(base.clone(), |b| put_u64(b, 32, 8)), ElfError::TablesOverlap),
-        ("section past the end", with(base.clone(), |b| {
-            let at = shdr(b, text) + 24;
-            put_u64(b, at, len - 4);
-        }), ElfError::SectionOutOfBounds { index: text as u64 }),
-        ("section size overflow", with(base.clone(), |b| {
-            let at = shdr(b, text) + 32;
-            put_u64(b, at, u64::MAX);
-        }), ElfError::SectionOutOfBounds { index: text as u64 }),
-        ("section over the section table", with(base.clone(), |b| {
-            let (at, to) = (shdr(b, text) + 24, shoff(b) as u64);
-            put_u64(b, at, to);
-        }), ElfError::SectionOverlapsTable { index: text as u64 }),
-        ("section over the ELF header", with(base.clone(), |b| {
-            let at = shdr(b, text) + 24;
-            put_u64(b, at, 0);
-        }), ElfError::SectionOverlapsTable { index: text as u64 }),
-        ("name table of the wrong type", with(base.clone(), |b| {
-            let at = shdr(b, names) + 4;
-            put_u32(b, at, 1);
-        }), ElfError::NamesNotStringTable),
-        ("name outside the name table", with(base.clone(), |b| {
-            let at = shdr(b, text);
-            put_u32(b, at, 0x10000);
-        }), ElfError::SectionNameOutOfBounds { index: text as u64 }),
-        ("name without a name table", with(base.clone(), |b| put_u16(b, 62, 0)), ElfError::SectionNameOutOfBounds { index: 1 }),
-        ("segment past the end", with(base.clone(), |b| {
-            let at = u64_at(b, 32) as usize + 32; // first program header's p_filesz
-            put_u64(b, at, len * 2);
-        }), ElfError::SegmentOutOfBounds { index: 0 }),
+        (
+            "section past the end",
+            with(base.clone(), |b| {
+                let at = shdr(b, text) + 24;
+                put_u64(b, at, len - 4);
+            }),
+            ElfError::SectionOutOfBounds { index: text as u64 },
+        ),
+        (
+            "section size overflow",
+            with(base.clone(), |b| {
+                let at = shdr(b, text) + 32;
+                put_u64(b, at, u64::MAX);
+            }),
+            ElfError::SectionOutOfBounds { index: text as u64 },
+        ),
+        (
+            "section over the section table",
+            with(base.clone(), |b| {
+                let (at, to) = (shdr(b, text) + 24, shoff(b) as u64);
+                put_u64(b, at, to);
+            }),
+            ElfError::SectionOverlapsTable { index: text as u64 },
+        ),
+        (
+            "section over the ELF header",
+            with(base.clone(), |b| {
+                let at = shdr(b, text) + 24;
+                put_u64(b, at, 0);
+            }),
+            ElfError::SectionOverlapsTable { index: text as u64 },
+        ),
+        (
+            "name table of the wrong type",
+            with(base.clone(), |b| {
+                let at = shdr(b, names) + 4;
+                put_u32(b, at, 1);
+            }),
+            ElfError::NamesNotStringTable,
+        ),
+        (
+            "name outside the name table",
+            with(base.clone(), |b| {
+                let at = shdr(b, text);
+                put_u32(b, at, 0x10000);
+            }),
+            ElfError::SectionNameOutOfBounds { index: text as u64 },
+        ),
+        (
+            "name without a name table",
+            with(base.clone(), |b| put_u16(b, 62, 0)),
+            ElfError::SectionNameOutOfBounds { index: 1 },
+        ),
+        (
+            "segment past the end",
+            with(base.clone(), |b| {
+                let at = u64_at(b, 32) as usize + 32; // first program header's p_filesz
+                put_u64(b, at, len * 2);
+            }),
+            ElfError::SegmentOutOfBounds { index: 0 },
+        ),
     ];
     for (what, bytes, expected) in cases {
         assert_eq!(parse(&bytes).err(), Some(Error::Elf(expected)), "{what}");
@@ -276,27 +357,43 @@ fn malformed_signatures_are_refused_with_their_reason() {
     let (base, last) = signed_fixture();
     let payload = payload_offset(&base, last);
     let cases: Vec<(&str, Vec<u8>, Error)> = vec![
-        ("payload too small", with(base.clone(), |b| {
-            let at = shdr(b, last) + 32;
-            put_u64(b, at, 100);
-        }), SignatureError::PayloadSize.into()),
-        ("payload too large", with(base.clone(), |b| {
-            let at = shdr(b, last) + 32;
-            put_u64(b, at, 1 << 20);
-        }), SignatureError::PayloadSize.into()),
-        ("payload over the section table", with(base.clone(), |b| {
-            // Move the payload 8 bytes before the table and give it a magic there.
-            let to = shoff(b) - 8;
-            b[to..to + 8].copy_from_slice(&RECORD_MAGIC);
-            let at = shdr(b, last) + 24;
-            put_u64(b, at, to as u64);
-            let size_at = shdr(b, last) + 32;
-            put_u64(b, size_at, 200);
-        }), SignatureError::PayloadOverlapsHeaders.into()),
+        (
+            "payload too small",
+            with(base.clone(), |b| {
+                let at = shdr(b, last) + 32;
+                put_u64(b, at, 100);
+            }),
+            SignatureError::PayloadSize.into(),
+        ),
+        (
+            "payload too large",
+            with(base.clone(), |b| {
+                let at = shdr(b, last) + 32;
+                put_u64(b, at, 1 << 20);
+            }),
+            SignatureError::PayloadSize.into(),
+        ),
+        (
+            "payload over the section table",
+            with(base.clone(), |b| {
+                // Move the payload 8 bytes before the table and give it a magic there.
+                let to = shoff(b) - 8;
+                b[to..to + 8].copy_from_slice(&RECORD_MAGIC);
+                let at = shdr(b, last) + 24;
+                put_u64(b, at, to as u64);
+                let size_at = shdr(b, last) + 32;
+                put_u64(b, size_at, 200);
+            }),
+            SignatureError::PayloadOverlapsHeaders.into(),
+        ),
         ("unknown version", with(base.clone(), |b| b[payload + 8] = 7), SignatureError::UnsupportedVersion(7).into()),
         ("unknown hash", with(base.clone(), |b| b[payload + 10] = 9), SignatureError::UnsupportedHash(9).into()),
         ("reserved field set", with(base.clone(), |b| b[payload + 12] = 1), SignatureError::ReservedNotZero.into()),
-        ("record contradicts itself", with(base.clone(), |b| put_u64(b, payload + 16, 5)), SignatureError::InconsistentRecord.into()),
+        (
+            "record contradicts itself",
+            with(base.clone(), |b| put_u64(b, payload + 16, 5)),
+            SignatureError::InconsistentRecord.into(),
+        ),
         ("PKCS#7 not DER", with(base.clone(), |b| b[payload + 96] = 0x31), SignatureError::BadCms.into()),
         ("PKCS#7 length wrong", with(base.clone(), |b| b[payload + 96 + 3] ^= 1), SignatureError::BadCms.into()),
     ];

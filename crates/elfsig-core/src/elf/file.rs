@@ -5,9 +5,9 @@
 //! is derived from a file it does not understand. The kernel does not need it: it only locates
 //! the signature, and the signature covers everything else.
 
+use super::super::locate::is_signature_section;
+use super::super::{ByteRange, ElfError, Error, ReadAt, SignatureError, SignatureLocation};
 use super::{FileHeader, ProgramTable, SectionHeader, SectionTable, SHT_STRTAB};
-use crate::locate::is_signature_section;
-use crate::{ByteRange, ElfError, Error, ReadAt, SignatureError, SignatureLocation};
 
 /// A validated ELF file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,8 +43,9 @@ impl ElfFile {
         }
 
         let mut elf = ElfFile { header, segments, sections, names: None, signature: None, file_len };
-        if let Some(table) = sections {
-            elf.check_sections(file, &table)?;
+        match sections {
+            Some(table) => elf.check_sections(file, &table)?,
+            None => elf.signature = SignatureLocation::from_trailer(file, header, file_len)?,
         }
         elf.check_segments(file)?;
         Ok(elf)

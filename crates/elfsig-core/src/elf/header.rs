@@ -1,8 +1,8 @@
 //! The ELF file header (`Elf32_Ehdr` / `Elf64_Ehdr`).
 
+use super::super::endian::{Fields, FieldsMut};
+use super::super::{ByteRange, ElfError, Endian, Error, ReadAt};
 use super::{ELF_MAGIC, PN_XNUM, SHN_UNDEF};
-use crate::endian::{Fields, FieldsMut};
-use crate::{ByteRange, ElfError, Endian, Error, ReadAt};
 
 /// ELF class: the width of addresses, offsets and sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! Section headers (`Elf32_Shdr` / `Elf64_Shdr`) and the section header table, including the
 //! extended numbering that stores counts of 0xff00 and more in section 0.
 
+use super::super::endian::{Fields, FieldsMut};
+use super::super::{ByteRange, Class, ElfError, Endian, Error, ReadAt};
 use super::{FileHeader, SHN_LORESERVE, SHN_XINDEX, SHT_NOBITS, SHT_NULL};
-use crate::endian::{Fields, FieldsMut};
-use crate::{ByteRange, Class, ElfError, Endian, Error, ReadAt};
 
 /// A section header, with class-sized fields widened to `u64`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

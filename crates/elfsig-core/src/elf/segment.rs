@@ -1,8 +1,8 @@
 //! Program headers (`Elf32_Phdr` / `Elf64_Phdr`) and the program header table.
 
+use super::super::endian::Fields;
+use super::super::{ByteRange, Class, ElfError, Endian, Error, ReadAt};
 use super::{FileHeader, SectionTable, PN_XNUM};
-use crate::endian::Fields;
-use crate::{ByteRange, Class, ElfError, Endian, Error, ReadAt};
 
 /// A program header, with class-sized fields widened to `u64`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

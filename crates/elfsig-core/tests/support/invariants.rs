@@ -9,7 +9,7 @@ use elfsig_core::{find_signature, ElfFile, Payload, ReadAt, SignedLayout, Signed
 
 /// A stand-in for a PKCS#7 blob: one DER SEQUENCE of `len` bytes. The core checks only its outer
 /// structure; the CLI tests use real signatures.
-pub fn fake_cms(len: usize) -> Vec<u8> {
+pub(crate) fn fake_cms(len: usize) -> Vec<u8> {
     assert!((256..=0xffff).contains(&len));
     let content = len - 4;
     let mut cms = vec![0x30, 0x82, (content >> 8) as u8, content as u8];
@@ -18,14 +18,14 @@ pub fn fake_cms(len: usize) -> Vec<u8> {
 }
 
 /// Reads all of `len` bytes from `source`.
-pub fn read_all(source: &mut dyn ReadAt, len: u64) -> Vec<u8> {
+pub(crate) fn read_all(source: &mut dyn ReadAt, len: u64) -> Vec<u8> {
     let mut out = vec![0u8; usize::try_from(len).unwrap()];
     source.read_exact_at(0, &mut out).expect("a view reads every byte it claims");
     out
 }
 
 /// What parsing `data` must never do: panic, or disagree with itself.
-pub fn parse_is_consistent(data: &[u8]) {
+pub(crate) fn parse_is_consistent(data: &[u8]) {
     let len = data.len() as u64;
     let located = find_signature(&mut &data[..], len);
     let Ok(elf) = ElfFile::parse(&mut &data[..], len) else { return };
@@ -49,7 +49,7 @@ pub fn parse_is_consistent(data: &[u8]) {
 /// Signing any valid unsigned file (as the layout and views define it, with a stand-in
 /// signature) gives a valid file whose signature is found where the layout put it, and removing
 /// it gives the original back byte for byte. Returns the signed bytes, if `data` was signable.
-pub fn sign_then_remove_is_identity(data: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn sign_then_remove_is_identity(data: &[u8]) -> Option<Vec<u8>> {
     let len = data.len() as u64;
     let original = ElfFile::parse(&mut &data[..], len).ok()?;
     if original.signature.is_some() {
@@ -95,7 +95,7 @@ pub fn sign_then_remove_is_identity(data: &[u8]) -> Option<Vec<u8>> {
 
 /// The payload of a file must be excluded from what is hashed and nothing else: flipping any
 /// byte outside it changes the hashed bytes. Checks the ranges directly.
-pub fn hashed_ranges_cover_all_but_payload(signed: &[u8]) {
+pub(crate) fn hashed_ranges_cover_all_but_payload(signed: &[u8]) {
     let len = signed.len() as u64;
     let location = find_signature(&mut &signed[..], len).unwrap().unwrap();
     let mut covered = vec![false; signed.len()];
