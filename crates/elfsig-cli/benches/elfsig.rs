@@ -1,0 +1,143 @@
+//! Native benchmarks: verification (parse, hash, signature check) of real programs and of a
+//! generated 128 MiB file, and signing a directory of a few hundred programs on one core and on
+//! all of them. `cargo xtask bench` runs this and reports MB/s next to OpenSSL's SHA-256.
+
+use std::path::{Path, PathBuf};
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use elfsig_cli::commands::sign::sign_file;
+use elfsig_cli::commands::verify::verify_file;
+use elfsig_cli::crypto::cert::{self, TrustedCert};
+use elfsig_cli::crypto::cms::RecordSigner;
+use elfsig_cli::crypto::key;
+use elfsig_fixtures::{Class, Endian, Spec};
+use rayon::prelude::*;
+
+const LARGE_LEN: usize = 128 << 20;
+
+struct Setup {
+    dir: tempfile::TempDir,
+    signer: RecordSigner,
+    trusted: Vec<TrustedCert>,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let private_key = key::generate(3072).unwrap();
+    let certificate = cert::self_signed(&private_key, cert::parse_subject("CN=elfsig bench").unwrap()).unwrap();
+    let cert_path = dir.path().join("bench.crt");
+    std::fs::write(&cert_path, cert::to_pem(&certificate).unwrap()).unwrap();
+    let trusted = cert::load(&cert_path).unwrap();
+    let signer = RecordSigner::new(private_key, &trusted[0]).unwrap();
+    Setup { dir, signer, trusted }
+}
+
+/// A signed copy of `bytes` named `name` in the setup's directory.
+fn signed_copy(setup: &Setup, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = setup.dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    sign_file(&path, None, &setup.signer).unwrap();
+    path
+}
+
+/// A 128 MiB ELF file: a small program followed by pseudo-random trailing bytes (hashed like any
+/// other byte).
+fn large_file() -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut trailing = vec![0u8; LARGE_LEN];
+    for chunk in trailing.chunks_mut(8) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+    }
+    elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(&trailing))
+}
+
+fn verify(c: &mut Criterion) {
+    let setup = setup();
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for program in ["ls", "tar", "python3"] {
+        if let Some(path) = elfsig_fixtures::system_binary(program) {
+            files.push((program.to_owned(), signed_copy(&setup, program, &std::fs::read(path).unwrap())));
+        }
+    }
+    files.push(("generated-128MiB".to_owned(), signed_copy(&setup, "large", &large_file())));
+
+    let mut group = c.benchmark_group("verify");
+    for (name, path) in &files {
+        let len = std::fs::metadata(path).unwrap().len();
+        group.throughput(Throughput::Bytes(len));
+        if len > 16 << 20 {
+            group.sample_size(10);
+        }
+        group.bench_function(name.as_str(), |b| b.iter(|| verify_file(path, &setup.trusted).unwrap()));
+    }
+    group.finish();
+}
+
+/// Regular ELF files from /usr/bin and /usr/sbin, up to `count`.
+fn system_elf_files(count: usize) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/lib/x86_64-linux-gnu"] {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            let is_small_file = path.symlink_metadata().is_ok_and(|m| m.is_file() && m.len() < (8 << 20));
+            if is_small_file && elfsig_cli::elf_file::has_elf_magic(&path) && found.len() < count {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+fn sign_directory(c: &mut Criterion) {
+    let setup = setup();
+    let originals = system_elf_files(300);
+    let work = setup.dir.path().join("tree");
+    std::fs::create_dir(&work).unwrap();
+    let copies: Vec<(PathBuf, Vec<u8>)> = originals
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (work.join(format!("{i:03}-{}", p.file_name().unwrap().to_string_lossy())), std::fs::read(p).unwrap())
+        })
+        .collect();
+    // Files the signer refuses (none expected among system binaries) would skew the figure.
+    let total: u64 = copies.iter().map(|(_, b)| b.len() as u64).sum();
+    let restore = |copies: &[(PathBuf, Vec<u8>)]| {
+        for (path, bytes) in copies {
+            std::fs::write(path, bytes).unwrap();
+        }
+    };
+    let sign_all = |paths: &[(PathBuf, Vec<u8>)], signer: &RecordSigner| {
+        paths.par_iter().for_each(|(path, _)| {
+            sign_file(Path::new(path), None, signer).unwrap();
+        })
+    };
+
+    let mut group = c.benchmark_group("sign");
+    group.throughput(Throughput::Bytes(total));
+    group.sample_size(10);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for threads in [1, cores] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let name = format!("{}-files-{threads}-thread{}", copies.len(), if threads == 1 { "" } else { "s" });
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || restore(&copies),
+                |()| pool.install(|| sign_all(&copies, &setup.signer)),
+                BatchSize::PerIteration,
+            )
+        });
+        if cores == 1 {
+            break;
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, verify, sign_directory);
+criterion_main!(benches);

@@ -1,0 +1,120 @@
+//! The command line, as clap derives it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Sign ELF binaries so that the elfsig kernel module lets them run.
+///
+/// Exit status: 0 when every file succeeded, 1 when any failed, 2 on usage errors.
+#[derive(Debug, Parser)]
+#[command(name = "elfsig", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Print only errors: no progress, notes or per-file success lines.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate an RSA signing key and its self-signed certificate.
+    Keygen(KeygenArgs),
+    /// Sign ELF files in place (or into --output).
+    Sign(SignArgs),
+    /// Check that files carry a valid signature by a trusted certificate.
+    Verify(VerifyArgs),
+    /// Show what a file's signature says, without checking it.
+    Inspect(InspectArgs),
+    /// Remove the signature, restoring the original file byte for byte.
+    Remove(RemoveArgs),
+}
+
+/// `elfsig keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where to write the private key (PKCS#8 PEM, mode 0600).
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// Where to write the certificate (PEM; DER with --der).
+    #[arg(long, value_name = "CERT")]
+    pub cert: PathBuf,
+    /// RSA key size.
+    #[arg(long, default_value_t = 3072, value_parser = parse_bits)]
+    pub bits: usize,
+    /// Certificate subject: an RFC 4514 name such as "CN=Build key,O=Example", or a plain
+    /// common name.
+    #[arg(long, value_name = "NAME", default_value = crate::crypto::cert::DEFAULT_SUBJECT)]
+    pub subject: String,
+    /// Write the certificate as DER (for `keyctl padd asymmetric`) instead of PEM.
+    #[arg(long)]
+    pub der: bool,
+    /// Overwrite KEY and CERT if they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `elfsig sign`.
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The private key (PKCS#8 or PKCS#1 PEM).
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// The key's certificate (PEM or DER); it names the signer.
+    #[arg(long, value_name = "CERT")]
+    pub cert: PathBuf,
+    /// Write the signed file here instead of replacing FILE (one FILE only).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Sign every ELF file under DIR, skipping other files (may be repeated).
+    #[arg(short, long, value_name = "DIR")]
+    pub recursive: Vec<PathBuf>,
+    /// Files to sign; signed files are re-signed, replacing their signature.
+    #[arg(value_name = "FILE", required_unless_present = "recursive")]
+    pub files: Vec<PathBuf>,
+}
+
+/// `elfsig verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
+    #[arg(long, value_name = "CERT", required = true)]
+    pub cert: Vec<PathBuf>,
+    /// Verify every ELF file under DIR, skipping other files (may be repeated).
+    #[arg(short, long, value_name = "DIR")]
+    pub recursive: Vec<PathBuf>,
+    /// Files to verify.
+    #[arg(value_name = "FILE", required_unless_present = "recursive")]
+    pub files: Vec<PathBuf>,
+}
+
+/// `elfsig inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// One JSON object per file, one per line (schema in docs/FORMAT.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Files to inspect.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// `elfsig remove`.
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// Files to restore to what they were before signing.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+fn parse_bits(value: &str) -> Result<usize, String> {
+    let bits = crate::crypto::key::KEY_BITS;
+    value
+        .parse()
+        .ok()
+        .filter(|b| bits.contains(b))
+        .ok_or_else(|| format!("must be one of {}", bits.map(|b| b.to_string()).join(", ")))
+}

@@ -1,0 +1,88 @@
+//! `elfsig keygen`: a new RSA key and its self-signed code-signing certificate.
+
+use std::fs::Permissions;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use crate::cli::KeygenArgs;
+use crate::crypto::{cert, key};
+use crate::error::Error;
+
+/// Runs the command.
+pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
+    if same_file(&args.key, &args.cert) {
+        return Err(Error::Usage("--key and --cert must name different files".into()));
+    }
+    let subject = cert::parse_subject(&args.subject)?;
+    if !args.force {
+        for path in [&args.key, &args.cert] {
+            if path.symlink_metadata().is_ok() {
+                return Err(Error::msg(format!("{} already exists; use --force to overwrite it", path.display())));
+            }
+        }
+    }
+    let private_key = key::generate(args.bits)?;
+    let certificate = cert::self_signed(&private_key, subject)?;
+    let cert_bytes = if args.der { cert::to_der(&certificate)? } else { cert::to_pem(&certificate)?.into_bytes() };
+    let key_pem = key::to_pem(&private_key)?;
+
+    // Both files are written in full before either appears, so that a failure leaves what was
+    // there before: never a new key without its certificate, never a lost key.
+    let key_file = staged(&args.key, key_pem.as_bytes(), 0o600)?;
+    let cert_file = staged(&args.cert, &cert_bytes, 0o644)?;
+    place(cert_file, &args.cert, args.force)?;
+    if let Err(e) = place(key_file, &args.key, args.force) {
+        if !args.force {
+            let _ = std::fs::remove_file(&args.cert);
+        }
+        return Err(e);
+    }
+    if !quiet {
+        eprintln!(
+            "elfsig: wrote {} (RSA-{} private key; keep it secret) and {} ({})",
+            args.key.display(),
+            args.bits,
+            args.cert.display(),
+            certificate.tbs_certificate.subject
+        );
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same file, however they are spelled: the same inode if both exist,
+/// else the same name in the same (canonical) directory.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(ma), Ok(mb)) = (a.metadata(), b.metadata()) {
+        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
+    }
+    let place = |p: &Path| -> Option<(PathBuf, std::ffi::OsString)> {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some((dir.canonicalize().ok()?, p.file_name()?.to_owned()))
+    };
+    match (place(a), place(b)) {
+        (Some(pa), Some(pb)) => pa == pb,
+        _ => a == b,
+    }
+}
+
+/// `bytes` in a temporary file beside `path`, with `mode`, synced. tempfile creates files with
+/// mode 0600, so a secret is private from the first byte.
+fn staged(path: &Path, bytes: &[u8], mode: u32) -> Result<NamedTempFile, Error> {
+    let fail = |e| Error::io("cannot write", path, e);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new().prefix(".elfsig-keygen.").tempfile_in(dir).map_err(fail)?;
+    temp.write_all(bytes).map_err(fail)?;
+    temp.as_file().set_permissions(Permissions::from_mode(mode)).map_err(fail)?;
+    temp.as_file().sync_all().map_err(fail)?;
+    Ok(temp)
+}
+
+/// Moves a staged file to `path`: replacing what is there with `force`, else only if nothing is.
+fn place(temp: NamedTempFile, path: &Path, force: bool) -> Result<(), Error> {
+    let placed = if force { temp.persist(path) } else { temp.persist_noclobber(path) };
+    placed.map(|_| ()).map_err(|e| Error::io("cannot write", path, e.error))
+}

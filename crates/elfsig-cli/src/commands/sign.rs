@@ -1,0 +1,135 @@
+//! `elfsig sign`: sign files in place or into `--output`, re-signing replaces a signature.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use elfsig_core::record::HashAlgorithm;
+use elfsig_core::view::SignedView;
+use elfsig_core::{Payload, ReadAt, SignedLayout};
+use sha2::{Digest, Sha256};
+
+use crate::cli::SignArgs;
+use crate::crypto::cms::RecordSigner;
+use crate::crypto::{cert, key};
+use crate::elf_file::{self, OpenFile, Signature};
+use crate::error::Error;
+use crate::output::{self, Outcome, Verbosity};
+use crate::replace::{Keep, Replacement};
+use crate::stream::{self, StreamError};
+use crate::walk;
+
+/// Runs the command.
+pub fn run(args: &SignArgs, quiet: bool) -> Result<ExitCode, Error> {
+    if args.output.is_some() && (args.files.len() != 1 || !args.recursive.is_empty()) {
+        return Err(Error::Usage("--output takes exactly one FILE and no --recursive".into()));
+    }
+    let certificate = cert::load_one(&args.cert)?;
+    let signer = RecordSigner::new(key::load(&args.key)?, &certificate)?;
+    let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
+    Ok(output::run_all(&targets, Verbosity::from_quiet(quiet), "signed", |index, path| {
+        if index >= explicit && !elf_file::has_elf_magic(path) {
+            return Outcome::Skipped;
+        }
+        match sign_file(path, args.output.as_deref(), &signer) {
+            Ok(notes) => Outcome::Done { line: None, notes },
+            Err(e) => Outcome::Failed(e, None),
+        }
+    }))
+}
+
+/// Signs `path` into `output`, or in place. Returns notes for the user.
+pub fn sign_file(path: &Path, output: Option<&Path>, signer: &RecordSigner) -> Result<Vec<String>, Error> {
+    // Replace the file a symbolic link points to, not the link.
+    let target = path.canonicalize().map_err(|e| Error::io("cannot open", path, e))?;
+    let file = OpenFile::open(&target)?;
+    let analysis = elf_file::analyze(&file)?;
+    let original = match &analysis.signature {
+        None => analysis.elf,
+        Some(signature) => elf_file::recover_original(&file, signature)?,
+    };
+    let payload_len = Payload::encoded_len(signer.encoded_len()).ok_or_else(|| Error::msg("signature too large"))?;
+    let layout = SignedLayout::plan(&original, payload_len as u64)?;
+
+    let out_path = output.map_or_else(|| target.clone(), Path::to_path_buf);
+    let mut replacement = Replacement::new(&out_path)?;
+    write_signed(&file, analysis.signature.as_ref(), layout, signer, replacement.writer(), &out_path)?;
+    let keep = if output.is_some() { Keep::ModeAndXattrs } else { Keep::Everything };
+    replacement.commit(&file.file, &file.meta, keep)?;
+
+    let replaced_in_place = output.is_none();
+    Ok(crate::replace::hard_link_note(&file.meta, "signed").filter(|_| replaced_in_place).into_iter().collect())
+}
+
+/// Why streaming the signed file failed.
+enum WriteError {
+    Stream(StreamError),
+    Other(Error),
+}
+
+impl From<StreamError> for WriteError {
+    fn from(e: StreamError) -> Self {
+        WriteError::Stream(e)
+    }
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        WriteError::Other(e)
+    }
+}
+
+impl From<elfsig_core::Error> for WriteError {
+    fn from(e: elfsig_core::Error) -> Self {
+        WriteError::Other(e.into())
+    }
+}
+
+/// Writes the signed file for the original read through `file` (directly, or through the
+/// original view of its current signature) into `out`.
+fn write_signed(
+    file: &OpenFile,
+    signature: Option<&Signature>,
+    layout: SignedLayout,
+    signer: &RecordSigner,
+    out: &mut File,
+    out_path: &Path,
+) -> Result<(), Error> {
+    let mut reader = file.reader();
+    let result = match signature {
+        None => stream_signed(&mut reader, layout, signer, out),
+        Some(signature) => match elf_file::original_view(&mut reader, signature) {
+            Ok(mut original) => stream_signed(&mut original, layout, signer, out),
+            Err(e) => Err(e.into()),
+        },
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(WriteError::Stream(e)) => Err(file.stream_error(e, &mut reader, out_path)),
+        Err(WriteError::Other(e)) => Err(e),
+    }
+}
+
+/// Streams the signed file into `out`: everything before the payload (hashing it on the way),
+/// then the payload, then the section header table. One pass over the original's bytes; the
+/// table after the payload is small and is read twice, once to hash it and once to write it.
+fn stream_signed(
+    original: &mut dyn ReadAt,
+    layout: SignedLayout,
+    signer: &RecordSigner,
+    out: &mut File,
+) -> Result<(), WriteError> {
+    let mut signed = SignedView::new(original, layout, &[])?;
+    let [before, after] = layout.payload.around(layout.file_len);
+    let mut hasher = Sha256::new();
+    let mut buf = Vec::new();
+    stream::copy_range(&mut signed, before, out, Some(&mut hasher), &mut buf)?;
+    stream::hash_ranges(&mut signed, &[after], &mut hasher, &mut buf)?;
+    let record = layout.record(HashAlgorithm::Sha256, hasher.finalize().into()).encode();
+    let cms = signer.sign(&record)?;
+    out.write_all(&record).map_err(StreamError::Write)?;
+    out.write_all(&cms).map_err(StreamError::Write)?;
+    stream::copy_range(&mut signed, after, out, None, &mut buf)?;
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! The PKCS#7 / CMS `SignedData` that signs a record, in the shape the kernel's
+//! `verify_pkcs7_signature()` accepts for module signatures: content type `data`, detached
+//! content, no signed attributes, no certificates, one signer named by issuer and serial number,
+//! SHA-256 with RSA PKCS#1 v1.5.
+
+use cms::cert::IssuerAndSerialNumber;
+use cms::content_info::{CmsVersion, ContentInfo};
+use cms::signed_data::{EncapsulatedContentInfo, SignedData, SignerIdentifier, SignerInfo, SignerInfos};
+use const_oid::ObjectIdentifier;
+use const_oid::db::{rfc5911, rfc5912};
+use der::asn1::{OctetString, SetOfVec};
+use der::{Any, Decode, Encode};
+use rsa::RsaPrivateKey;
+use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
+use rsa::signature::{SignatureEncoding, Signer as _, Verifier as _};
+use rsa::traits::PublicKeyParts;
+use sha2::Sha256;
+use spki::AlgorithmIdentifierOwned;
+use x509_cert::name::Name;
+use x509_cert::serial_number::SerialNumber;
+
+use crate::crypto::cert::TrustedCert;
+use crate::error::Error;
+
+const ID_SIGNED_DATA: ObjectIdentifier = rfc5911::ID_SIGNED_DATA;
+const ID_DATA: ObjectIdentifier = rfc5911::ID_DATA;
+const ID_SHA256: ObjectIdentifier = rfc5912::ID_SHA_256;
+const RSA_ENCRYPTION: ObjectIdentifier = rfc5912::RSA_ENCRYPTION;
+
+/// Signs records with one key, on behalf of one certificate.
+#[derive(Debug)]
+pub struct RecordSigner {
+    key: SigningKey<Sha256>,
+    signer: SignerIdentifier,
+    signature_len: usize,
+    encoded_len: usize,
+}
+
+impl RecordSigner {
+    /// A signer for `key`, which must be the key `cert` certifies.
+    pub fn new(key: RsaPrivateKey, cert: &TrustedCert) -> Result<Self, Error> {
+        if key.to_public_key() != cert.public_key {
+            return Err(Error::msg(format!(
+                "the private key does not match the certificate {} ({})",
+                cert.path.display(),
+                cert.subject()
+            )));
+        }
+        let tbs = &cert.cert.tbs_certificate;
+        let signer = SignerIdentifier::IssuerAndSerialNumber(IssuerAndSerialNumber {
+            issuer: tbs.issuer.clone(),
+            serial_number: tbs.serial_number.clone(),
+        });
+        let signature_len = key.size();
+        let encoded_len = encode(&signer, vec![0; signature_len])?.len();
+        Ok(RecordSigner { key: SigningKey::new(key), signer, signature_len, encoded_len })
+    }
+
+    /// Length of every blob this signer makes. An RSA signature is always as long as the
+    /// modulus, so the length is known before the record is, which the layout needs.
+    pub fn encoded_len(&self) -> usize {
+        self.encoded_len
+    }
+
+    /// Signs `record` (the encoded record bytes) and returns the DER `ContentInfo`.
+    pub fn sign(&self, record: &[u8]) -> Result<Vec<u8>, Error> {
+        let signature = self.key.try_sign(record).map_err(|e| Error::msg(format!("signing failed: {e}")))?.to_vec();
+        if signature.len() != self.signature_len {
+            return Err(Error::msg("RSA signature has an unexpected length"));
+        }
+        let blob = encode(&self.signer, signature)?;
+        if blob.len() != self.encoded_len {
+            return Err(Error::msg("PKCS#7 blob has an unexpected length"));
+        }
+        Ok(blob)
+    }
+}
+
+fn sha256() -> AlgorithmIdentifierOwned {
+    // RFC 5754: the parameters of SHA-2 algorithm identifiers are absent.
+    AlgorithmIdentifierOwned { oid: ID_SHA256, parameters: None }
+}
+
+/// The one encoding of a signature: `sign` writes it, and `parse` accepts nothing else, so that
+/// no byte of the blob can change (the RSA signature covers only the record).
+fn encode(signer: &SignerIdentifier, signature: Vec<u8>) -> Result<Vec<u8>, Error> {
+    let err = |e: der::Error| Error::msg(format!("cannot encode the PKCS#7 signature: {e}"));
+    // RFC 5652: version 3 when the signer is named by key identifier, else 1.
+    let version = match signer {
+        SignerIdentifier::IssuerAndSerialNumber(_) => CmsVersion::V1,
+        SignerIdentifier::SubjectKeyIdentifier(_) => CmsVersion::V3,
+    };
+    let signer_info = SignerInfo {
+        version,
+        sid: signer.clone(),
+        digest_alg: sha256(),
+        signed_attrs: None,
+        signature_algorithm: AlgorithmIdentifierOwned { oid: RSA_ENCRYPTION, parameters: Some(Any::null()) },
+        signature: OctetString::new(signature).map_err(err)?,
+        unsigned_attrs: None,
+    };
+    let signed_data = SignedData {
+        version,
+        digest_algorithms: SetOfVec::try_from(vec![sha256()]).map_err(err)?,
+        encap_content_info: EncapsulatedContentInfo { econtent_type: ID_DATA, econtent: None },
+        certificates: None,
+        crls: None,
+        signer_infos: SignerInfos(SetOfVec::try_from(vec![signer_info]).map_err(err)?),
+    };
+    let content_info =
+        ContentInfo { content_type: ID_SIGNED_DATA, content: Any::encode_from(&signed_data).map_err(err)? };
+    content_info.to_der().map_err(err)
+}
+
+/// Who a signature says signed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignerId {
+    /// By issuer name and serial number, as `sign` writes.
+    IssuerAndSerial {
+        /// The issuer.
+        issuer: Name,
+        /// The serial number.
+        serial: SerialNumber,
+    },
+    /// By subject key identifier.
+    KeyId(Vec<u8>),
+}
+
+impl std::fmt::Display for SignerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignerId::IssuerAndSerial { issuer, serial } => {
+                write!(f, "{issuer}, serial {}", crate::hex::encode(serial.as_bytes()))
+            }
+            SignerId::KeyId(id) => write!(f, "key id {}", crate::hex::encode(id)),
+        }
+    }
+}
+
+/// A parsed, well-formed signature blob.
+#[derive(Clone, Debug)]
+pub struct ParsedSignature {
+    /// Who signed.
+    pub signer: SignerId,
+    /// The RSA signature value.
+    pub signature: Vec<u8>,
+}
+
+/// Parses a signature blob, refusing anything but exactly the encoding [`RecordSigner`] writes
+/// (a signer named by key identifier is also accepted, as the kernel does, in its own canonical
+/// encoding).
+pub fn parse(blob: &[u8]) -> Result<ParsedSignature, String> {
+    let content_info = ContentInfo::from_der(blob).map_err(|e| format!("not a PKCS#7 ContentInfo: {e}"))?;
+    if content_info.content_type != ID_SIGNED_DATA {
+        return Err(format!("content type {} is not signedData", content_info.content_type));
+    }
+    let signed_data: SignedData =
+        content_info.content.decode_as().map_err(|e| format!("not a PKCS#7 SignedData: {e}"))?;
+    if signed_data.encap_content_info.econtent_type != ID_DATA {
+        return Err("signed content type is not data".into());
+    }
+    if signed_data.encap_content_info.econtent.is_some() {
+        return Err("signature is not detached".into());
+    }
+    if signed_data.certificates.is_some() || signed_data.crls.is_some() {
+        return Err("signature carries certificates or CRLs".into());
+    }
+    let infos = signed_data.signer_infos.0.into_vec();
+    let [info] = <[SignerInfo; 1]>::try_from(infos).map_err(|v| format!("{} signers instead of one", v.len()))?;
+    if info.digest_alg.oid != ID_SHA256 {
+        return Err(format!("digest algorithm {} is not SHA-256", info.digest_alg.oid));
+    }
+    if info.signature_algorithm.oid != RSA_ENCRYPTION {
+        return Err(format!("signature algorithm {} is not RSA", info.signature_algorithm.oid));
+    }
+    if info.signed_attrs.is_some() || info.unsigned_attrs.is_some() {
+        return Err("signature carries attributes".into());
+    }
+    let signature = info.signature.into_bytes();
+    // Every other field must be what the canonical encoding says: re-encode and compare.
+    let canonical = encode(&info.sid, signature.clone()).map_err(|e| e.to_string())?;
+    if canonical != blob {
+        return Err("not the canonical encoding of an elfsig signature".into());
+    }
+    let signer = match info.sid {
+        SignerIdentifier::IssuerAndSerialNumber(id) => {
+            SignerId::IssuerAndSerial { issuer: id.issuer, serial: id.serial_number }
+        }
+        SignerIdentifier::SubjectKeyIdentifier(id) => SignerId::KeyId(id.0.as_bytes().to_vec()),
+    };
+    Ok(ParsedSignature { signer, signature })
+}
+
+/// Why a parsed signature was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Untrusted {
+    /// No trusted certificate matches the signer.
+    UnknownKey,
+    /// The matching certificate's key does not verify the signature.
+    BadSignature,
+}
+
+impl ParsedSignature {
+    /// The trusted certificate the signature names, if any.
+    pub fn find_cert<'c>(&self, trusted: &'c [TrustedCert]) -> Option<&'c TrustedCert> {
+        trusted.iter().find(|cert| match &self.signer {
+            SignerId::IssuerAndSerial { issuer, serial } => {
+                cert.cert.tbs_certificate.serial_number == *serial
+                    && issuer.to_der().is_ok_and(|der| der == cert.issuer_der)
+            }
+            SignerId::KeyId(id) => cert.key_id.as_deref() == Some(id.as_slice()),
+        })
+    }
+
+    /// Checks the signature over `record` against the trusted certificates; returns the one
+    /// that verified it.
+    pub fn verify<'c>(&self, record: &[u8], trusted: &'c [TrustedCert]) -> Result<&'c TrustedCert, Untrusted> {
+        let cert = self.find_cert(trusted).ok_or(Untrusted::UnknownKey)?;
+        let signature = Signature::try_from(self.signature.as_slice()).map_err(|_| Untrusted::BadSignature)?;
+        VerifyingKey::<Sha256>::new(cert.public_key.clone())
+            .verify(record, &signature)
+            .map_err(|_| Untrusted::BadSignature)?;
+        Ok(cert)
+    }
+
+    /// Size of the signing key in bits, as the signature's length shows it.
+    pub fn key_bits(&self) -> usize {
+        self.signature.len().saturating_mul(8)
+    }
+}

@@ -1,0 +1,42 @@
+//! The `elfsig` command-line tool as a library: the binary is a thin `main`, and benchmarks and
+//! tests call the same code.
+
+pub mod cli;
+pub mod commands;
+pub mod crypto;
+pub mod elf_file;
+pub mod error;
+pub mod hex;
+pub mod output;
+pub mod reader;
+pub mod replace;
+pub mod stream;
+pub mod walk;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::error::Error;
+
+/// Runs the parsed command line and returns the exit status: 0 when everything succeeded, 1
+/// when anything failed, 2 on usage errors.
+pub fn run(cli: &Cli) -> ExitCode {
+    let result = match &cli.command {
+        Command::Keygen(args) => commands::keygen::run(args, cli.quiet).map(|()| ExitCode::SUCCESS),
+        Command::Sign(args) => commands::sign::run(args, cli.quiet),
+        Command::Verify(args) => commands::verify::run(args, cli.quiet),
+        Command::Inspect(args) => commands::inspect::run(args, cli.quiet),
+        Command::Remove(args) => commands::remove::run(args, cli.quiet),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error @ Error::Usage(_)) => {
+            eprintln!("elfsig: {error}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("elfsig: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
