@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verdict cache: which files verified, so that the next exec of an unchanged file costs one
+//! lookup.
+//!
+//! Entries are keyed by the file's identity (device, inode number, generation) and hold its
+//! change stamp (change and modification times, size, `i_version`), the digest it verified with
+//! (so revocation still applies) and the epoch it was made in. A lookup hits only when the
+//! identity, the whole stamp and the epoch match; flushing is bumping the epoch.
+//!
+//! The cache has a fixed size, allocated with the module: 4-way set-associative, replacing
+//! round-robin within a set. Lookups take no lock: each slot is a sequence lock made of
+//! atomics. A writer that finds a slot busy skips caching rather than wait; a reader that races
+//! a writer misses and verifies.
+
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use crate::ffi::FileId;
+
+const WAYS: usize = 4;
+const SETS: usize = 256;
+/// Number of entries.
+pub(crate) const ENTRIES: usize = WAYS * SETS;
+
+/// One entry: a sequence number (odd while being written) and the fields.
+struct Slot {
+    seq: AtomicU64,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    generation: AtomicU64,
+    ctime_ns: AtomicU64,
+    mtime_ns: AtomicU64,
+    size: AtomicU64,
+    version: AtomicU64,
+    epoch: AtomicU64,
+    digest: [AtomicU64; 4],
+}
+
+impl Slot {
+    const fn new() -> Self {
+        Slot {
+            seq: AtomicU64::new(0),
+            dev: AtomicU64::new(0),
+            ino: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            ctime_ns: AtomicU64::new(0),
+            mtime_ns: AtomicU64::new(0),
+            size: AtomicU64::new(0),
+            version: AtomicU64::new(0),
+            // Epoch 0 is never current, so an unused slot never hits.
+            epoch: AtomicU64::new(0),
+            digest: [const { AtomicU64::new(0) }; 4],
+        }
+    }
+
+    /// Whether the slot holds `id` in `epoch`, and its digest; `None` on a miss or a race.
+    fn read(&self, id: &FileId, epoch: u64) -> Option<[u8; 32]> {
+        let before = self.seq.load(Ordering::Acquire);
+        if before & 1 == 1 {
+            return None;
+        }
+        let same = self.dev.load(Ordering::Relaxed) == id.dev
+            && self.ino.load(Ordering::Relaxed) == id.ino
+            && self.generation.load(Ordering::Relaxed) == id.generation
+            && self.ctime_ns.load(Ordering::Relaxed) == id.ctime_ns as u64
+            && self.mtime_ns.load(Ordering::Relaxed) == id.mtime_ns as u64
+            && self.size.load(Ordering::Relaxed) == id.size
+            && self.version.load(Ordering::Relaxed) == id.version
+            && self.epoch.load(Ordering::Relaxed) == epoch;
+        let mut digest = [0u8; 32];
+        for (chunk, word) in digest.chunks_exact_mut(8).zip(&self.digest) {
+            for (d, s) in chunk.iter_mut().zip(word.load(Ordering::Relaxed).to_le_bytes()) {
+                *d = s;
+            }
+        }
+        fence(Ordering::Acquire);
+        let after = self.seq.load(Ordering::Relaxed);
+        (same && before == after).then_some(digest)
+    }
+
+    /// Whether the slot holds `id`, whatever its stamp or epoch (a candidate to overwrite).
+    fn holds(&self, id: &FileId) -> bool {
+        self.dev.load(Ordering::Relaxed) == id.dev
+            && self.ino.load(Ordering::Relaxed) == id.ino
+            && self.generation.load(Ordering::Relaxed) == id.generation
+    }
+
+    /// Writes the slot unless another writer holds it.
+    fn write(&self, id: &FileId, epoch: u64, digest: &[u8; 32]) {
+        let seq = self.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1
+            || self.seq.compare_exchange(seq, seq.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed).is_err()
+        {
+            return;
+        }
+        fence(Ordering::Release);
+        self.dev.store(id.dev, Ordering::Relaxed);
+        self.ino.store(id.ino, Ordering::Relaxed);
+        self.generation.store(id.generation, Ordering::Relaxed);
+        self.ctime_ns.store(id.ctime_ns as u64, Ordering::Relaxed);
+        self.mtime_ns.store(id.mtime_ns as u64, Ordering::Relaxed);
+        self.size.store(id.size, Ordering::Relaxed);
+        self.version.store(id.version, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+        for (word, chunk) in self.digest.iter().zip(digest.chunks_exact(8)) {
+            let bytes: [u8; 8] = chunk.try_into().unwrap_or([0; 8]);
+            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+        }
+        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+}
+
+/// The cache.
+pub(crate) struct Cache {
+    slots: [Slot; ENTRIES],
+    /// Per-set round-robin victim counters.
+    next: [AtomicU32; SETS],
+    epoch: AtomicU64,
+}
+
+impl Cache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Cache { slots: [const { Slot::new() }; ENTRIES], next: [const { AtomicU32::new(0) }; SETS], epoch: AtomicU64::new(1) }
+    }
+
+    /// The current epoch; entries made in another one do not hit.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Forgets every entry.
+    pub(crate) fn flush(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The set a file belongs in.
+    fn set_index(id: &FileId) -> usize {
+        // Mix the identity so that neighbouring inode numbers spread over the sets.
+        let mut h = id.ino ^ id.dev.rotate_left(32) ^ id.generation.rotate_left(17);
+        h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        (h % SETS as u64) as usize
+    }
+
+    fn set(&self, index: usize) -> &[Slot] {
+        let start = index.saturating_mul(WAYS);
+        self.slots.get(start..start.saturating_add(WAYS)).unwrap_or(&[])
+    }
+
+    /// The digest a file verified with, if it is cached unchanged in `epoch`.
+    pub(crate) fn lookup(&self, id: &FileId, epoch: u64) -> Option<[u8; 32]> {
+        self.set(Self::set_index(id)).iter().find_map(|slot| slot.read(id, epoch))
+    }
+
+    /// Records that the file verified with `digest` in `epoch`.
+    pub(crate) fn insert(&self, id: &FileId, epoch: u64, digest: &[u8; 32]) {
+        let index = Self::set_index(id);
+        let slots = self.set(index);
+        // Reuse the file's own slot, else one from an old epoch, else the next victim.
+        let victim = slots
+            .iter()
+            .position(|s| s.holds(id))
+            .or_else(|| slots.iter().position(|s| s.epoch.load(Ordering::Relaxed) != epoch))
+            .unwrap_or_else(|| {
+                self.next.get(index).map_or(0, |n| n.fetch_add(1, Ordering::Relaxed) as usize % WAYS)
+            });
+        if let Some(slot) = slots.get(victim) {
+            slot.write(id, epoch, digest);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Certificates embedded in the module at build time (`cargo xtask build-kmod --cert CERT`):
+ * DER, concatenated, in the file named by ELFSIG_CERTS. They seed the module's keyring.
+ */
+	.section .rodata, "a"
+	.globl elfsig_embedded_certs
+elfsig_embedded_certs:
+	.incbin ELFSIG_CERTS
+	.globl elfsig_embedded_certs_end
+elfsig_embedded_certs_end:
