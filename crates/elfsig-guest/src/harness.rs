@@ -1,0 +1,181 @@
+//! The test harness: running cases and reporting them, running programs, reading the module's
+//! counters and the kernel log.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A case's outcome: `Err` carries what went wrong.
+pub type Outcome = Result<(), String>;
+
+/// Counts the cases as they run.
+#[derive(Debug, Default)]
+pub struct Suite {
+    passed: usize,
+    failed: usize,
+}
+
+impl Suite {
+    /// Runs one case and reports it.
+    pub fn case(&mut self, name: &str, body: impl FnOnce() -> Outcome) {
+        match body() {
+            Ok(()) => {
+                self.passed += 1;
+                println!("ELFSIG-TEST ok {name}");
+            }
+            Err(why) => {
+                self.failed += 1;
+                println!("ELFSIG-TEST FAIL {name}: {}", why.replace('\n', " | "));
+            }
+        }
+    }
+
+    /// Reports the totals; true when nothing failed.
+    pub fn finish(self) -> bool {
+        println!("ELFSIG-SUMMARY passed={} failed={}", self.passed, self.failed);
+        self.failed == 0
+    }
+}
+
+/// Turns any error into the case's message, with context.
+pub trait Context<T> {
+    /// Adds what was being done.
+    fn context(self, what: &str) -> Result<T, String>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn context(self, what: &str) -> Result<T, String> {
+        self.map_err(|e| format!("{what}: {e}"))
+    }
+}
+
+/// Fails with `message` unless `condition` holds.
+pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Outcome {
+    if condition { Ok(()) } else { Err(message()) }
+}
+
+/// Runs `path` with `args`.
+pub fn run(path: &str, args: &[&str]) -> std::io::Result<Output> {
+    Command::new(path).args(args).output()
+}
+
+/// Runs `path` and checks that it exits 0 with `expected` on stdout (when given).
+pub fn runs(path: &str, args: &[&str], expected: Option<&[u8]>) -> Outcome {
+    let out = run(path, args).context(&format!("exec {path}"))?;
+    ensure(out.status.success(), || {
+        format!("{path} exited with {} ({})", out.status, String::from_utf8_lossy(&out.stderr).trim())
+    })?;
+    if let Some(expected) = expected {
+        ensure(out.stdout == expected, || {
+            format!(
+                "{path} printed {:?}, expected {:?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(expected)
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Checks that exec of `path` fails with EACCES.
+pub fn refused(path: &str) -> Outcome {
+    match run(path, &[]) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => Ok(()),
+        Err(e) => Err(format!("exec {path} failed with {e}, expected EACCES")),
+        Ok(out) => Err(format!("exec {path} was allowed (exit {})", out.status)),
+    }
+}
+
+/// The module's counters.
+pub type Stats = BTreeMap<String, u64>;
+
+/// Reads `/sys/kernel/security/elfsig/stats`.
+pub fn stats() -> Result<Stats, String> {
+    let text = std::fs::read_to_string(control("stats")).context("read stats")?;
+    text.lines()
+        .map(|line| {
+            let (name, value) = line.split_once(' ').ok_or_else(|| format!("bad stats line {line:?}"))?;
+            Ok((name.to_owned(), value.parse().map_err(|_| format!("bad stats value {line:?}"))?))
+        })
+        .collect()
+}
+
+/// How much counter `name` grew between two readings.
+pub fn grew(before: &Stats, after: &Stats, name: &str) -> u64 {
+    after.get(name).copied().unwrap_or(0).saturating_sub(before.get(name).copied().unwrap_or(0))
+}
+
+/// Checks that the counters grew by exactly `expected` (others may grow too).
+pub fn counters_grew(before: &Stats, after: &Stats, expected: &[(&str, u64)]) -> Outcome {
+    let wrong: Vec<String> = expected
+        .iter()
+        .filter(|(name, n)| grew(before, after, name) != *n)
+        .map(|(name, n)| format!("{name} grew by {} instead of {n}", grew(before, after, name)))
+        .collect();
+    ensure(wrong.is_empty(), || wrong.join(", "))
+}
+
+/// Path of a control file.
+pub fn control(name: &str) -> String {
+    format!("/sys/kernel/security/elfsig/{name}")
+}
+
+/// Writes a control file.
+pub fn write_control(name: &str, value: &str) -> std::io::Result<()> {
+    std::fs::write(control(name), value)
+}
+
+/// Waits until the module's log rate limit (20 messages per 5 s) has room again, so that the
+/// next refusal is sure to be logged.
+pub fn wait_for_log_budget() {
+    std::thread::sleep(std::time::Duration::from_millis(5500));
+}
+
+/// Every kernel log record so far (from `/dev/kmsg`), newest last.
+pub fn kernel_log() -> Result<Vec<String>, String> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .context("open /dev/kmsg")?;
+    let mut records = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let record = String::from_utf8_lossy(&buf[..n]);
+                // "prio,seq,time,flags;message"
+                records.push(record.split_once(';').map_or(&*record, |(_, m)| m).trim_end().to_owned());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            // A record overwritten while reading; keep going.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(e) => return Err(format!("read /dev/kmsg: {e}")),
+        }
+    }
+    Ok(records)
+}
+
+/// Copies `from` to `to`, executable.
+pub fn copy_exec(from: &str, to: &str) -> Outcome {
+    std::fs::copy(from, to).context(&format!("copy {from} to {to}"))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).context("chmod")
+}
+
+/// Writes `bytes` to `path`, executable, replacing it.
+pub fn write_exec(path: &str, bytes: &[u8]) -> Outcome {
+    let _ = std::fs::remove_file(path);
+    std::fs::write(path, bytes).context(&format!("write {path}"))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).context("chmod")
+}
+
+/// Reads a file.
+pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, String> {
+    let path = path.as_ref();
+    std::fs::read(path).context(&format!("read {}", path.display()))
+}

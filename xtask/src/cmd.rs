@@ -1,0 +1,93 @@
+//! Running commands: print them, run them, fail with a clear message.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::Result;
+
+/// A command to run.
+#[derive(Debug)]
+pub struct Cmd {
+    command: Command,
+    shown: String,
+}
+
+impl Cmd {
+    /// `program` with no arguments yet.
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        let shown = program.as_ref().to_string_lossy().into_owned();
+        Cmd { command: Command::new(program), shown }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.shown.push(' ');
+        self.shown.push_str(&shell_quote(&arg.as_ref().to_string_lossy()));
+        self.command.arg(arg);
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Self {
+        for arg in args {
+            self = self.arg(arg);
+        }
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        let value_text = value.as_ref().to_string_lossy();
+        // Long values (a PATH) would drown the command; say that it is set.
+        let shown_value = if value_text.len() > 60 { "…".to_owned() } else { shell_quote(&value_text) };
+        self.shown = format!("{key}={shown_value} {}", self.shown);
+        self.command.env(key, value);
+        self
+    }
+
+    /// Runs in `dir`.
+    pub fn dir(mut self, dir: &Path) -> Self {
+        self.shown = format!("(cd {} && {})", dir.display(), self.shown);
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Runs the command, showing it; fails unless it exits with 0.
+    pub fn run(mut self) -> Result {
+        eprintln!("$ {}", self.shown);
+        let status = self.command.status().map_err(|e| format!("cannot run {}: {e}", self.shown))?;
+        if status.success() { Ok(()) } else { Err(format!("`{}` failed ({status})", self.shown)) }
+    }
+
+    /// Runs the command quietly and returns its standard output; fails unless it exits with 0.
+    pub fn read(mut self) -> Result<String> {
+        let output =
+            self.command.stderr(Stdio::inherit()).output().map_err(|e| format!("cannot run {}: {e}", self.shown))?;
+        if !output.status.success() {
+            return Err(format!("`{}` failed ({})", self.shown, output.status));
+        }
+        String::from_utf8(output.stdout).map_err(|_| format!("`{}` printed non-UTF-8", self.shown))
+    }
+
+    /// Runs the command quietly and returns its standard output as bytes.
+    pub fn read_bytes(mut self) -> Result<Vec<u8>> {
+        let output =
+            self.command.stderr(Stdio::null()).output().map_err(|e| format!("cannot run {}: {e}", self.shown))?;
+        if output.status.success() {
+            Ok(output.stdout)
+        } else {
+            Err(format!("`{}` failed ({})", self.shown, output.status))
+        }
+    }
+
+    /// Whether the command runs and exits with 0, without showing anything.
+    pub fn succeeds(mut self) -> bool {
+        self.command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+}
+
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain { arg.to_owned() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
+}

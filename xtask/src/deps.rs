@@ -1,0 +1,136 @@
+//! What the tasks need from the machine, and getting it: Debian packages through apt-get when
+//! running as root, rustup toolchains and components, tools from crates.io. When something cannot
+//! be installed, the error says exactly what to run.
+
+use std::path::PathBuf;
+
+use crate::Result;
+use crate::cmd::Cmd;
+
+/// Something a task needs.
+#[derive(Clone, Copy, Debug)]
+pub enum Need {
+    /// A Debian package.
+    Deb(&'static str),
+    /// A rustup toolchain.
+    Toolchain(&'static str),
+    /// The Rust standard library's source for the default toolchain (Rust-for-Linux builds
+    /// its own `core`).
+    RustSrc,
+    /// A binary installed with `cargo install --locked`.
+    CargoTool {
+        /// Crate name.
+        krate: &'static str,
+        /// Binary it installs.
+        binary: &'static str,
+    },
+}
+
+/// Debian packages the workspace tests use: real programs to sign, the OpenSSL oracle, ELF
+/// tools, and the toolchains that build the test binaries.
+pub const TEST_PACKAGES: &[Need] = &[
+    Need::Deb("busybox-static"),
+    Need::Deb("bash"),
+    Need::Deb("coreutils"),
+    Need::Deb("python3"),
+    Need::Deb("openssl"),
+    Need::Deb("binutils"),
+    Need::Deb("elfutils"),
+    Need::Deb("gcc"),
+    Need::Deb("libc6-dev"),
+    Need::Deb("gcc-multilib"),
+    Need::Deb("binutils-s390x-linux-gnu"),
+    Need::Deb("binutils-powerpc-linux-gnu"),
+    Need::Deb("qemu-user"),
+    Need::Deb("attr"),
+];
+
+/// What fuzzing needs.
+pub const FUZZ_TOOLS: &[Need] =
+    &[Need::Toolchain("nightly"), Need::CargoTool { krate: "cargo-fuzz", binary: "cargo-fuzz" }];
+
+/// Makes sure everything in `needs` is there, installing what is missing when possible.
+pub fn ensure(needs: &[Need]) -> Result {
+    let missing: Vec<Need> = needs.iter().copied().filter(|n| !present(*n)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let debs: Vec<&str> = missing.iter().filter_map(|n| if let Need::Deb(p) = n { Some(*p) } else { None }).collect();
+    if !debs.is_empty() {
+        if !is_root() {
+            return Err(format!(
+                "missing Debian packages; install them with:\n    sudo apt-get install -y {}",
+                debs.join(" ")
+            ));
+        }
+        Cmd::new("apt-get").arg("update").run()?;
+        Cmd::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&debs)
+            .run()?;
+    }
+    for need in missing {
+        match need {
+            Need::Deb(_) => {}
+            Need::Toolchain(toolchain) => {
+                Cmd::new("rustup").args(["toolchain", "install", "--profile", "minimal", toolchain]).run()?
+            }
+            Need::RustSrc => Cmd::new("rustup").args(["component", "add", "rust-src"]).run()?,
+            Need::CargoTool { krate, .. } => Cmd::new("cargo").args(["install", "--locked", krate]).run()?,
+        }
+    }
+    let still: Vec<String> = needs.iter().filter(|n| !present(**n)).map(|n| format!("{n:?}")).collect();
+    if still.is_empty() { Ok(()) } else { Err(format!("still missing after installing: {}", still.join(", "))) }
+}
+
+fn present(need: Need) -> bool {
+    match need {
+        Need::Deb(package) => Cmd::new("dpkg-query")
+            .args(["-W", "-f=${db:Status-Status}", package])
+            .read()
+            .is_ok_and(|status| status.trim() == "installed"),
+        Need::Toolchain(toolchain) => Cmd::new("rustup").args(["run", toolchain, "rustc", "--version"]).succeeds(),
+        Need::RustSrc => Cmd::new("rustc")
+            .args(["--print", "sysroot"])
+            .read()
+            .is_ok_and(|sysroot| PathBuf::from(sysroot.trim()).join("lib/rustlib/src/rust/library/core").is_dir()),
+        Need::CargoTool { binary, .. } => cargo_bin(binary).is_some(),
+    }
+}
+
+/// How to run a tool: its path in cargo's bin directory when it is there, else its name.
+pub fn tool_path(binary: &str) -> PathBuf {
+    cargo_bin(binary).unwrap_or_else(|| PathBuf::from(binary))
+}
+
+/// `PATH` with cargo's bin directory first.
+pub fn path_with_cargo_bin() -> std::ffi::OsString {
+    let mut dirs: Vec<PathBuf> = cargo_home().map(|h| h.join("bin")).into_iter().collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
+fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+}
+
+/// Path of a binary in cargo's bin directory or on `PATH`.
+pub fn cargo_bin(binary: &str) -> Option<PathBuf> {
+    let candidate = cargo_home()?.join("bin").join(binary);
+    if candidate.is_file() {
+        return Some(candidate);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(binary)).find(|p| p.is_file())
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(1)) == Some("0")
+    })
+}

@@ -1,0 +1,147 @@
+//! `cargo xtask fuzz`: cargo-fuzz on elfsig-core's targets, with a seed corpus made here from the
+//! synthetic fixtures and real binaries of several architectures, each also signed.
+//!
+//! A crash leaves its input in `crates/elfsig-core/fuzz/artifacts/`; copy it into
+//! `crates/elfsig-core/tests/regressions/` and the test suite replays it from then on.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::cmd::Cmd;
+use crate::deps::{self, FUZZ_TOOLS};
+use crate::{Result, parse_options, paths};
+
+/// The fuzz targets.
+pub const TARGETS: &[&str] = &["parse", "payload"];
+
+/// Largest seed and input: enough for small real programs, small enough to fuzz quickly.
+const MAX_LEN: u64 = 256 * 1024;
+
+/// Runs the task.
+pub fn run(args: &[String]) -> Result {
+    let options = parse_options(args, &[], &["--seconds", "--target"])?;
+    let seconds: u64 = match options.value("--seconds") {
+        Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
+        None => 60,
+    };
+    let targets: Vec<&str> = match options.value("--target") {
+        Some(t) if TARGETS.contains(&t) => vec![t],
+        Some(t) => return Err(format!("unknown target {t:?}; targets: {}", TARGETS.join(", "))),
+        None => TARGETS.to_vec(),
+    };
+    fuzz(&targets, seconds)
+}
+
+/// The short run `cargo xtask test` does: the targets build, the seeds pass, and a few seconds of
+/// fuzzing find nothing.
+pub fn smoke() -> Result {
+    fuzz(TARGETS, 15)
+}
+
+fn fuzz(targets: &[&str], seconds: u64) -> Result {
+    deps::ensure(FUZZ_TOOLS)?;
+    let corpus = write_corpus()?;
+    let core = paths::root().join("crates/elfsig-core");
+    for target in targets {
+        let dir = corpus.join(target);
+        Cmd::new("cargo")
+            .args(["+nightly", "fuzz", "run", target])
+            .arg(&dir)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg(format!("-max_len={MAX_LEN}"))
+            .arg("-print_final_stats=1")
+            .dir(&core)
+            .run()
+            .map_err(|e| {
+                format!(
+                    "{e}\nthe crashing input is in {}; add it to tests/regressions",
+                    core.join("fuzz/artifacts").display()
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// Writes seeds for each target under `target/fuzz-corpus/<target>/` and returns that directory.
+fn write_corpus() -> Result<PathBuf> {
+    let root = paths::target().join("fuzz-corpus");
+    let parse = root.join("parse");
+    let payload = root.join("payload");
+    for dir in [&parse, &payload] {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let mut seeds: Vec<(String, Vec<u8>)> = elfsig_fixtures::synth_matrix();
+    for built in elfsig_fixtures::ALL_BUILT {
+        if let Some(bytes) = elfsig_fixtures::build(*built).ok().and_then(|path| small_file(&path)) {
+            seeds.push((built.name().to_owned(), bytes));
+        }
+    }
+    for program in ["true", "busybox"] {
+        if let Some(bytes) = elfsig_fixtures::system_binary(program).and_then(|p| small_file(&p)) {
+            seeds.push((program.to_owned(), bytes));
+        }
+    }
+    let signed = sign_copies(&seeds)?;
+    for (name, bytes) in seeds.iter().chain(&signed) {
+        write(&parse.join(name), bytes)?;
+    }
+    for (name, bytes) in &signed {
+        if let Some(payload_bytes) = last_section(bytes) {
+            write(&payload.join(name), &payload_bytes)?;
+        }
+    }
+    Ok(root)
+}
+
+fn small_file(path: &Path) -> Option<Vec<u8>> {
+    let len = fs::metadata(path).ok()?.len();
+    if len <= MAX_LEN { fs::read(path).ok() } else { None }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result {
+    fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Signs a copy of each seed with a throwaway key, using the real CLI.
+fn sign_copies(seeds: &[(String, Vec<u8>)]) -> Result<Vec<(String, Vec<u8>)>> {
+    let work = paths::target().join("fuzz-corpus-signing");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let elfsig = crate::tools::build_cli()?;
+    let (key, cert) = (work.join("key.pem"), work.join("cert.pem"));
+    Cmd::new(&elfsig).args(["-q", "keygen", "--bits", "2048", "--key"]).arg(&key).arg("--cert").arg(&cert).run()?;
+    let mut files = Vec::new();
+    for (name, bytes) in seeds {
+        let path = work.join(format!("{name}.signed"));
+        write(&path, bytes)?;
+        files.push(path);
+    }
+    // Some seeds (files without program headers that elflint would reject, ...) may not be
+    // signable; the ones that are make the signed half of the corpus.
+    let _ = Cmd::new(&elfsig).args(["-q", "sign", "--key"]).arg(&key).arg("--cert").arg(&cert).args(&files).run();
+    let mut signed = Vec::new();
+    for (path, (name, original)) in files.iter().zip(seeds) {
+        let bytes = fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if bytes != *original {
+            signed.push((format!("{name}.signed"), bytes));
+        }
+    }
+    Ok(signed)
+}
+
+/// The contents of the last section of an ELF64 little-endian file, or None; used to seed the
+/// payload target from signed files. (Only needs to work on most seeds.)
+fn last_section(bytes: &[u8]) -> Option<Vec<u8>> {
+    let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+    if bytes.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let shoff = usize::try_from(u64_at(40)?).ok()?;
+    let shnum = usize::from(u16_at(60)?);
+    let last = shoff.checked_add(shnum.checked_sub(1)?.checked_mul(64)?)?;
+    let offset = usize::try_from(u64_at(last + 24)?).ok()?;
+    let size = usize::try_from(u64_at(last + 32)?).ok()?;
+    bytes.get(offset..offset.checked_add(size)?).map(<[u8]>::to_vec)
+}

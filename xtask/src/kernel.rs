@@ -1,0 +1,146 @@
+//! The test kernel: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config`, with
+//! the test kernel key's certificate built in. Built once into the cache outside the repository,
+//! in a directory named after everything that goes into it (source version, configuration,
+//! certificate, toolchain), so a repeat run reuses it and any change builds afresh.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::Result;
+use crate::cmd::Cmd;
+use crate::deps::{self, Need};
+use crate::paths;
+
+/// What building a Rust-enabled 6.12 kernel and modules for it takes.
+pub const KERNEL_TOOLS: &[Need] = &[
+    Need::Deb("linux-source-6.12"),
+    Need::Deb("clang"),
+    Need::Deb("lld"),
+    Need::Deb("llvm"),
+    Need::Deb("libclang-dev"),
+    Need::Deb("flex"),
+    Need::Deb("bison"),
+    Need::Deb("bc"),
+    Need::Deb("make"),
+    Need::Deb("libelf-dev"),
+    Need::Deb("libssl-dev"),
+    Need::Deb("openssl"),
+    Need::Deb("cpio"),
+    Need::Deb("xz-utils"),
+    Need::RustSrc,
+    Need::CargoTool { krate: "bindgen-cli", binary: "bindgen" },
+];
+
+const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+const SOURCE_DIR: &str = "linux-source-6.12";
+
+/// A built kernel tree.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The tree, usable as `KDIR` for out-of-tree modules.
+    pub tree: PathBuf,
+    /// The bootable image.
+    pub bzimage: PathBuf,
+}
+
+/// The test kernel with `builtin_cert` (PEM) in its trusted keyring, built if not cached.
+pub fn test_kernel(builtin_cert: &Path) -> Result<Kernel> {
+    deps::ensure(KERNEL_TOOLS)?;
+    let fragment_path = paths::root().join("kmod/kernel.config");
+    let fragment =
+        fs::read_to_string(&fragment_path).map_err(|e| format!("cannot read {}: {e}", fragment_path.display()))?;
+    let cert = fs::read(builtin_cert).map_err(|e| format!("cannot read {}: {e}", builtin_cert.display()))?;
+    let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
+    let mut key = Fnv::new();
+    key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert);
+    for tool in [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"]] {
+        key.add(Cmd::new(deps::tool_path(tool[0])).args(&tool[1..]).read()?.as_bytes());
+    }
+    let dir = paths::cache().join("kernel").join(format!("{source_version}-{:016x}", key.finish()));
+    let kernel = Kernel { tree: dir.join(SOURCE_DIR), bzimage: dir.join(SOURCE_DIR).join("arch/x86/boot/bzImage") };
+    if dir.join("built").exists() && kernel.bzimage.exists() {
+        eprintln!("xtask: reusing the test kernel in {}", dir.display());
+        return Ok(kernel);
+    }
+    build(&dir, &fragment, &cert)?;
+    Ok(kernel)
+}
+
+fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
+    eprintln!("xtask: building the test kernel in {} (several minutes, once)", dir.display());
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Cmd::new("tar").args(["-xf", SOURCE_TARBALL, "-C"]).arg(dir).run()?;
+    let tree = dir.join(SOURCE_DIR);
+
+    // The certificate lives in the tree, so the tree needs nothing from outside.
+    fs::write(tree.join("certs/elfsig-test.pem"), cert).map_err(|e| format!("cannot write certificate: {e}"))?;
+    let full_fragment =
+        format!("{fragment}\n# The test kernel key.\nCONFIG_SYSTEM_TRUSTED_KEYS=\"certs/elfsig-test.pem\"\n");
+    let fragment_file = tree.join("elfsig.config");
+    fs::write(&fragment_file, &full_fragment).map_err(|e| format!("cannot write fragment: {e}"))?;
+
+    make(&tree, &["tinyconfig"])?;
+    Cmd::new(tree.join("scripts/kconfig/merge_config.sh")).args(["-m", ".config", "elfsig.config"]).dir(&tree).run()?;
+    make(&tree, &["olddefconfig"])?;
+    check_config(&tree, &full_fragment)?;
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    make(&tree, &[&format!("-j{jobs}")])?;
+    fs::write(dir.join("built"), b"").map_err(|e| format!("cannot mark the build done: {e}"))
+}
+
+/// `make LLVM=1 ...` in the kernel tree, with cargo's tools (bindgen) on `PATH`.
+pub fn make(tree: &Path, args: &[&str]) -> Result {
+    Cmd::new("make").env("PATH", deps::path_with_cargo_bin()).arg("LLVM=1").args(args).dir(tree).run()
+}
+
+/// Every `CONFIG_X=value` line of the fragment must have survived `olddefconfig`: a typo or an
+/// unmet dependency fails here instead of building a kernel without it.
+fn check_config(tree: &Path, fragment: &str) -> Result {
+    let config = fs::read_to_string(tree.join(".config")).map_err(|e| format!("cannot read .config: {e}"))?;
+    let missing: Vec<&str> = fragment
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("CONFIG_"))
+        .filter(|l| !config.lines().any(|c| c == *l))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("kernel configuration lost these options (unmet dependencies?):\n  {}", missing.join("\n  ")))
+    }
+}
+
+/// Checks that `tree` is a prepared kernel tree with Rust support, for `--kdir`.
+pub fn check_prepared(tree: &Path) -> Result {
+    let config = fs::read_to_string(tree.join(".config"))
+        .map_err(|e| format!("{} is not a configured kernel tree: {e}", tree.display()))?;
+    if !config.lines().any(|l| l == "CONFIG_RUST=y") {
+        return Err(format!("{} is built without CONFIG_RUST=y; elfsig's module is written in Rust", tree.display()));
+    }
+    if !tree.join("Module.symvers").exists() {
+        return Err(format!("{} has no Module.symvers; build it (make) before building modules", tree.display()));
+    }
+    Ok(())
+}
+
+/// FNV-1a, 64-bit: a stable hash for cache keys without a dependency.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn add(&mut self, bytes: &[u8]) -> &mut Self {
+        for b in bytes.iter().chain(&[0xff]) {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}

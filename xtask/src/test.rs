@@ -1,0 +1,36 @@
+//! `cargo xtask test`: everything that keeps main green, in the order that fails fastest.
+
+use crate::cmd::Cmd;
+use crate::deps::{self, Need, TEST_PACKAGES};
+use crate::{Result, fuzz, keys, nopanic, parse_options, paths, tools, vm};
+
+/// What the VM tests need besides the kernel build tools.
+const VM_PACKAGES: &[Need] = &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static")];
+
+/// Runs the task.
+pub fn run(args: &[String]) -> Result {
+    let options = parse_options(args, &["--vm-only"], &[])?;
+    if options.flag("--vm-only") {
+        return vm_suite();
+    }
+    let root = paths::root();
+    deps::ensure(TEST_PACKAGES)?;
+    Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
+    Cmd::new("cargo")
+        .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
+        .dir(&root)
+        .run()?;
+    nopanic::check()?;
+    Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
+    fuzz::smoke()?;
+    vm_suite()?;
+    eprintln!("xtask: all tests passed");
+    Ok(())
+}
+
+/// The kernel module's end-to-end suite in a VM.
+fn vm_suite() -> Result {
+    deps::ensure(VM_PACKAGES)?;
+    let keys = keys::test_keys(&tools::build_cli()?)?;
+    vm::test_suite(&keys)
+}
