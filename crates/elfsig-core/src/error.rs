@@ -194,7 +194,7 @@ impl fmt::Display for SignatureError {
                 f.write_str("signature payload extends past the end of the file or into its trailer")
             }
             SignatureError::PayloadOverlapsHeaders => {
-                f.write_str("signature payload overlaps the ELF header or section headers")
+                f.write_str("signature payload overlaps the ELF header, program headers or section headers")
             }
             SignatureError::BadMagic => f.write_str("signed record has a bad magic"),
             SignatureError::UnsupportedVersion(v) => write!(f, "unsupported format version {v}"),
