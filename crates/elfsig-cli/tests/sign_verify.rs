@@ -130,3 +130,27 @@ fn output_option_leaves_the_input_alone() {
     verify(&keys, &input).code(1).stderr(contains("not signed"));
     assert_eq!(run(&output, &[]).0, Some(0));
 }
+
+#[test]
+fn shared_libraries_round_trip_and_still_load() {
+    let scratch = Scratch::new();
+    let lib_dir = scratch.path("lib");
+    fs::create_dir(&lib_dir).unwrap();
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6").canonicalize().unwrap();
+    let copy = scratch.copy(&libc, "lib/libc.so.6");
+    let echo = elfsig_fixtures::system_binary("echo").unwrap();
+    // The dynamic loader maps the signed copy instead of the system's libc: the program must
+    // behave exactly as it did with the unsigned copy.
+    round_trip(&copy, |library| {
+        let dir = library.parent().unwrap();
+        let out = std::process::Command::new(&echo)
+            .arg("loaded")
+            .env("LD_LIBRARY_PATH", dir)
+            .env("LD_DEBUG", "libs")
+            .output()
+            .unwrap();
+        let debug = String::from_utf8_lossy(&out.stderr);
+        assert!(debug.contains(&format!("{}/libc.so.6", dir.display())), "the copy was not loaded:\n{debug}");
+        Some((out.status.code(), out.stdout, Vec::new()))
+    });
+}
