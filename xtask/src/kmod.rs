@@ -14,6 +14,8 @@ use crate::{Result, keys, parse_options, paths, tools};
 pub fn run(args: &[String]) -> Result {
     let options = parse_options(args, &[], &["--kdir", "--cert"])?;
     let certs: Vec<PathBuf> = options.values("--cert").map(PathBuf::from).collect();
+    // Before any kernel build: a typo in a path should not cost minutes.
+    let certs = der_certificates(&certs)?;
     let tree = match options.value("--kdir") {
         Some(kdir) => {
             let tree = PathBuf::from(kdir);
@@ -36,15 +38,14 @@ fn deps_for_modules() -> Result {
     crate::deps::ensure(kernel::KERNEL_TOOLS)
 }
 
-/// Builds `kmod/` against `tree`, embedding `certs`; returns the module's path under
-/// `target/kmod/`.
-pub fn build(tree: &Path, certs: &[PathBuf]) -> Result<PathBuf> {
+/// Builds `kmod/` against `tree`, embedding `certs` (concatenated DER); returns the module's
+/// path under `target/kmod/`.
+pub fn build(tree: &Path, certs: &[u8]) -> Result<PathBuf> {
     let kmod = paths::root().join("kmod");
     let out = paths::target().join("kmod");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let certs_der = out.join("embedded-certs.der");
-    fs::write(&certs_der, der_certificates(certs)?)
-        .map_err(|e| format!("cannot write {}: {e}", certs_der.display()))?;
+    fs::write(&certs_der, certs).map_err(|e| format!("cannot write {}: {e}", certs_der.display()))?;
     // Kbuild does not know certs.o depends on that file's contents: always reassemble and relink.
     for stale in ["certs.o", "elfsig.o", "elfsig.ko"] {
         let _ = fs::remove_file(kmod.join(stale));
@@ -64,13 +65,13 @@ pub fn build(tree: &Path, certs: &[PathBuf]) -> Result<PathBuf> {
 fn der_certificates(certs: &[PathBuf]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     for cert in certs {
-        let der = Cmd::new("openssl").args(["x509", "-outform", "DER", "-in"]).arg(cert).read_bytes();
-        let der = match der {
-            Ok(der) => der,
-            Err(_) => {
-                Cmd::new("openssl").args(["x509", "-inform", "DER", "-outform", "DER", "-in"]).arg(cert).read_bytes()?
-            }
+        fs::File::open(cert).map_err(|e| format!("cannot read certificate {}: {e}", cert.display()))?;
+        let as_der = |inform: &str| {
+            Cmd::new("openssl").args(["x509", "-inform", inform, "-outform", "DER", "-in"]).arg(cert).read_bytes()
         };
+        let der = as_der("PEM")
+            .or_else(|_| as_der("DER"))
+            .map_err(|_| format!("{} is neither a PEM nor a DER certificate", cert.display()))?;
         out.extend_from_slice(&der);
     }
     Ok(out)
@@ -90,6 +91,6 @@ fn check_no_panics(ko: &Path) -> Result {
 /// The test kernel and the module built for the tests (embedding the module test key).
 pub fn for_tests(keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     let kernel = kernel::test_kernel(&keys.kernel.cert)?;
-    let ko = build(&kernel.tree, std::slice::from_ref(&keys.module.cert))?;
+    let ko = build(&kernel.tree, &der_certificates(std::slice::from_ref(&keys.module.cert))?)?;
     Ok((kernel, ko))
 }
