@@ -15,9 +15,9 @@
 //! header table, as the gABI does, which is why the matrix leaves those out.
 
 use crate::elf::{
-    Class, Codec, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ET_DYN, ET_EXEC, ET_REL, EV_CURRENT, Endian, PF_R,
-    PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHN_LORESERVE, SHN_XINDEX, SHT_NOBITS,
-    SHT_PROGBITS, SHT_STRTAB, align_up,
+    Class, Codec, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, EM_386, EM_X86_64, ET_DYN, ET_EXEC, ET_REL,
+    EV_CURRENT, Endian, PF_R, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHN_LORESERVE,
+    SHN_XINDEX, SHT_NOBITS, SHT_PROGBITS, SHT_STRTAB, align_up,
 };
 use crate::machine::Machine;
 
@@ -93,6 +93,9 @@ pub struct Spec {
     pub segments: bool,
     /// Bytes appended at the very end of the file, covered by no section or segment.
     pub trailing: Vec<u8>,
+    /// Bytes of padding after the code, inside `.text` and the executable segment (`int3` on
+    /// x86, zeros elsewhere; never executed): for large binaries.
+    pub text_padding: u64,
 }
 
 impl Spec {
@@ -105,6 +108,7 @@ impl Spec {
             sections: Sections::Named { extra: 0 },
             segments: true,
             trailing: Vec::new(),
+            text_padding: 0,
         }
     }
 
@@ -123,6 +127,12 @@ impl Spec {
     /// Sets whether there are program headers (builder style).
     pub fn segments(mut self, segments: bool) -> Spec {
         self.segments = segments;
+        self
+    }
+
+    /// Sets the bytes of padding in `.text` (builder style).
+    pub fn text_padding(mut self, bytes: u64) -> Spec {
+        self.text_padding = bytes;
         self
     }
 
@@ -189,6 +199,9 @@ impl Spec {
         let mut name = format!("{class}-{endian}-{kind}-{sections}");
         if !self.segments && self.kind != Kind::Rel {
             name.push_str("-nosegments");
+        }
+        if self.text_padding > 0 {
+            name.push_str(&format!("-text{}", self.text_padding));
         }
         if !self.trailing.is_empty() {
             name.push_str("-trailing");
@@ -286,7 +299,7 @@ impl Layout {
             Kind::Dyn | Kind::Rel => 0,
         };
         let text_off = align_up(codec.ehsize() + phnum * codec.phentsize(), 16);
-        let rodata_off = align_up(text_off + machine.code_len, 8);
+        let rodata_off = align_up(text_off + machine.code_len + spec.text_padding, 8);
         let rx_end = rodata_off + HELLO_OUTPUT.len() as u64;
         let data_off = align_up(rx_end, 8);
         let data_len = 2 * codec.word_size();
@@ -321,7 +334,9 @@ pub fn synth(spec: &Spec) -> Vec<u8> {
     let machine = Machine::of(spec.class, spec.endian);
     let l = Layout::new(spec, codec, machine);
 
-    let code = machine.hello_code(l.text_addr, l.rodata_addr, l.data_addr);
+    let mut code = machine.hello_code(l.text_addr, l.rodata_addr, l.data_addr);
+    let fill = if matches!(machine.e_machine, EM_X86_64 | EM_386) { 0xcc } else { 0 };
+    code.resize(code.len() + spec.text_padding as usize, fill);
     let mut data = Vec::new();
     codec.put_word(&mut data, HELLO_OUTPUT.len() as u64);
     codec.put_word(&mut data, 42);

@@ -214,3 +214,21 @@ fn big_endian_executables_print_hello_under_qemu() {
         }
     }
 }
+
+#[test]
+fn text_padding_grows_the_executable_segment_and_the_program_still_runs() {
+    let padding = 1 << 20;
+    let small = synth(&Spec::new(Class::Elf64, Endian::Little));
+    let bytes = synth(&Spec::new(Class::Elf64, Endian::Little).text_padding(padding));
+    assert!(bytes.len() as u64 >= small.len() as u64 + padding);
+    let elf = Elf::parse(&bytes);
+    let code_segment = elf.phdrs().into_iter().find(|p| p.p_type == PT_LOAD && p.p_flags & 1 != 0).unwrap();
+    assert!(code_segment.p_filesz >= padding, "the padding is in the executable segment");
+    let dir = Scratch::new("synth-padding");
+    let path = dir.write("padded", &bytes);
+    if let Some(readelf) = tool_or_skip("readelf", "binutils") {
+        assert_readelf_clean(&readelf, &path, &["Warning", "Error"]);
+    }
+    let out = run_program(&path, &[] as &[&str]).unwrap();
+    assert_eq!(out.stdout, HELLO_OUTPUT);
+}
