@@ -5,7 +5,8 @@
 //!
 //! Entries are keyed by the file's identity (device, inode number, generation) and hold its
 //! change stamp (change and modification times, size, `i_version`), the digest it verified with
-//! (so revocation still applies) and the epoch it was made in. A lookup hits only when the
+//! (so revocation still applies), whether it names an ELF interpreter (so that a cached static
+//! program needs no reading at all) and the epoch it was made in. A lookup hits only when the
 //! identity, the whole stamp and the epoch match; flushing is bumping the epoch.
 //!
 //! The cache has a fixed size, allocated with the module: 4-way set-associative, replacing
@@ -33,7 +34,17 @@ struct Slot {
     size: AtomicU64,
     version: AtomicU64,
     epoch: AtomicU64,
+    has_interpreter: AtomicU64,
     digest: [AtomicU64; 4],
+}
+
+/// What the cache remembers of a file that verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The digest it verified with.
+    pub(crate) digest: [u8; 32],
+    /// Whether it names an ELF interpreter (`PT_INTERP`).
+    pub(crate) has_interpreter: bool,
 }
 
 impl Slot {
@@ -49,12 +60,13 @@ impl Slot {
             version: AtomicU64::new(0),
             // Epoch 0 is never current, so an unused slot never hits.
             epoch: AtomicU64::new(0),
+            has_interpreter: AtomicU64::new(0),
             digest: [const { AtomicU64::new(0) }; 4],
         }
     }
 
-    /// Whether the slot holds `id` in `epoch`, and its digest; `None` on a miss or a race.
-    fn read(&self, id: &FileId, epoch: u64) -> Option<[u8; 32]> {
+    /// The slot's entry if it holds `id` in `epoch`; `None` on a miss or a race.
+    fn read(&self, id: &FileId, epoch: u64) -> Option<Entry> {
         let before = self.seq.load(Ordering::Acquire);
         if before & 1 == 1 {
             return None;
@@ -67,6 +79,7 @@ impl Slot {
             && self.size.load(Ordering::Relaxed) == id.size
             && self.version.load(Ordering::Relaxed) == id.version
             && self.epoch.load(Ordering::Relaxed) == epoch;
+        let has_interpreter = self.has_interpreter.load(Ordering::Relaxed) != 0;
         let mut digest = [0u8; 32];
         for (chunk, word) in digest.chunks_exact_mut(8).zip(&self.digest) {
             for (d, s) in chunk.iter_mut().zip(word.load(Ordering::Relaxed).to_le_bytes()) {
@@ -75,7 +88,7 @@ impl Slot {
         }
         fence(Ordering::Acquire);
         let after = self.seq.load(Ordering::Relaxed);
-        (same && before == after).then_some(digest)
+        (same && before == after).then_some(Entry { digest, has_interpreter })
     }
 
     /// Whether the slot holds `id`, whatever its stamp or epoch (a candidate to overwrite).
@@ -86,7 +99,7 @@ impl Slot {
     }
 
     /// Writes the slot unless another writer holds it.
-    fn write(&self, id: &FileId, epoch: u64, digest: &[u8; 32]) {
+    fn write(&self, id: &FileId, epoch: u64, entry: &Entry) {
         let seq = self.seq.load(Ordering::Relaxed);
         if seq & 1 == 1
             || self.seq.compare_exchange(seq, seq.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed).is_err()
@@ -102,7 +115,8 @@ impl Slot {
         self.size.store(id.size, Ordering::Relaxed);
         self.version.store(id.version, Ordering::Relaxed);
         self.epoch.store(epoch, Ordering::Relaxed);
-        for (word, chunk) in self.digest.iter().zip(digest.chunks_exact(8)) {
+        self.has_interpreter.store(u64::from(entry.has_interpreter), Ordering::Relaxed);
+        for (word, chunk) in self.digest.iter().zip(entry.digest.chunks_exact(8)) {
             let bytes: [u8; 8] = chunk.try_into().unwrap_or([0; 8]);
             word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
         }
@@ -148,13 +162,13 @@ impl Cache {
         self.slots.get(start..start.saturating_add(WAYS)).unwrap_or(&[])
     }
 
-    /// The digest a file verified with, if it is cached unchanged in `epoch`.
-    pub(crate) fn lookup(&self, id: &FileId, epoch: u64) -> Option<[u8; 32]> {
+    /// What the cache remembers of a file, if it is cached unchanged in `epoch`.
+    pub(crate) fn lookup(&self, id: &FileId, epoch: u64) -> Option<Entry> {
         self.set(Self::set_index(id)).iter().find_map(|slot| slot.read(id, epoch))
     }
 
-    /// Records that the file verified with `digest` in `epoch`.
-    pub(crate) fn insert(&self, id: &FileId, epoch: u64, digest: &[u8; 32]) {
+    /// Records that the file verified in `epoch`.
+    pub(crate) fn insert(&self, id: &FileId, epoch: u64, entry: &Entry) {
         let index = Self::set_index(id);
         let slots = self.set(index);
         // Reuse the file's own slot, else one from an old epoch, else the next victim.
@@ -166,7 +180,7 @@ impl Cache {
                 self.next.get(index).map_or(0, |n| n.fetch_add(1, Ordering::Relaxed) as usize % WAYS)
             });
         if let Some(slot) = slots.get(victim) {
-            slot.write(id, epoch, digest);
+            slot.write(id, epoch, entry);
         }
     }
 }

@@ -59,6 +59,7 @@ extern "C" {
     fn elfsig_shim_file_size(file: *mut RawFile) -> u64;
     fn elfsig_shim_file_read(file: *mut RawFile, buf: *mut u8, len: usize, pos: u64) -> isize;
     fn elfsig_shim_file_id(file: *mut RawFile, id: *mut FileId);
+    fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
     fn elfsig_shim_open_exec(path: *const c_char, err: *mut c_int) -> *mut RawFile;
     fn elfsig_shim_close_exec(file: *mut RawFile);
     fn elfsig_shim_sha256_new() -> *mut RawSha256;
@@ -186,6 +187,14 @@ impl FileRef<'_> {
         // SAFETY: `ptr` is an open file; `message` is NUL-terminated and outlives the call.
         unsafe { elfsig_shim_log_refusal(self.ptr.as_ptr(), message.as_char_ptr(), enforced) }
     }
+}
+
+/// The identity of the file `path` names now, found without opening it.
+pub(crate) fn path_id(path: &CStr) -> Result<FileId> {
+    let mut id = FileId::default();
+    // SAFETY: `path` is NUL-terminated; `id` is a valid `struct elfsig_file_id`.
+    errno(unsafe { elfsig_shim_path_id(path.as_char_ptr(), &mut id) })?;
+    Ok(id)
 }
 
 /// A file opened with `open_exec()`: write access is denied while it is open. Closed on drop.

@@ -11,7 +11,7 @@ use kernel::error::code;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Entry};
 use crate::ffi::{self, ExecFile, FileRef};
 use crate::stats::{Reason, Stats};
 use crate::verify::{self, Failure};
@@ -118,37 +118,71 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
 }
 
 /// Checks a program and the ELF interpreter it names, which binfmt_elf opens directly, past
-/// every binfmt handler.
+/// every binfmt handler. A cached program costs one lookup (and, when it is dynamically linked,
+/// reading its interpreter's name and looking the interpreter up); only what is not cached is
+/// read and hashed.
 fn check_program(file: FileRef<'_>) -> Result<(), Failure> {
-    check_file(file)?;
-    let mut name = KVec::new();
-    let Some(path) = verify::interpreter(file, &mut name)? else {
-        return Ok(());
-    };
-    let interpreter = ExecFile::open(path).map_err(|e| Failure::io(e).in_interpreter())?;
-    check_file(interpreter.file()).map_err(Failure::in_interpreter)
-}
-
-/// One file's verdict: from the cache when the file is unchanged, else by verifying it.
-/// Revocation is checked either way.
-fn check_file(file: FileRef<'_>) -> Result<(), Failure> {
     let stats = &STATE.stats;
     Stats::add(&stats.checked, 1);
     let id = file.id();
     let epoch = STATE.cache.epoch();
-    if let Some(digest) = STATE.cache.lookup(&id, epoch) {
+    let mut name = KVec::new();
+    let interpreter = match STATE.cache.lookup(&id, epoch) {
+        Some(entry) => {
+            Stats::add(&stats.cache_hits, 1);
+            not_revoked(&entry)?;
+            if !entry.has_interpreter {
+                return Ok(());
+            }
+            verify::interpreter(file, &mut name)?
+        }
+        None => {
+            Stats::add(&stats.cache_misses, 1);
+            let digest = timed_verify(file)?;
+            let interpreter = verify::interpreter(file, &mut name)?;
+            if id.cacheable {
+                STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: interpreter.is_some() });
+            }
+            interpreter
+        }
+    };
+    match interpreter {
+        Some(path) => check_interpreter(path).map_err(Failure::in_interpreter),
+        None => Ok(()),
+    }
+}
+
+/// Checks the ELF interpreter at `path`. A cache check needs only the identity of the file the
+/// path names; it is opened (and so protected from writes while it is hashed) only to verify it.
+fn check_interpreter(path: &CStr) -> Result<(), Failure> {
+    let stats = &STATE.stats;
+    Stats::add(&stats.checked, 1);
+    let epoch = STATE.cache.epoch();
+    if let Some(entry) = ffi::path_id(path).ok().and_then(|id| STATE.cache.lookup(&id, epoch)) {
         Stats::add(&stats.cache_hits, 1);
-        return if ffi::is_revoked(&digest) { Err(Failure::new(Reason::Revoked)) } else { Ok(()) };
+        return not_revoked(&entry);
     }
     Stats::add(&stats.cache_misses, 1);
-    let start = ffi::now_ns();
-    let result = verify::verify_file(file);
-    Stats::add(&stats.verify_ns, ffi::now_ns().saturating_sub(start));
-    let digest = result?;
+    let interpreter = ExecFile::open(path).map_err(Failure::io)?;
+    let id = interpreter.file().id();
+    let digest = timed_verify(interpreter.file())?;
     if id.cacheable {
-        STATE.cache.insert(&id, epoch, &digest);
+        STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: false });
     }
     Ok(())
+}
+
+/// A cached verdict still stands unless its digest has been revoked since.
+fn not_revoked(entry: &Entry) -> Result<(), Failure> {
+    if ffi::is_revoked(&entry.digest) { Err(Failure::new(Reason::Revoked)) } else { Ok(()) }
+}
+
+/// Verifies `file`, counting the time it takes.
+fn timed_verify(file: FileRef<'_>) -> Result<[u8; 32], Failure> {
+    let start = ffi::now_ns();
+    let result = verify::verify_file(file);
+    Stats::add(&STATE.stats.verify_ns, ffi::now_ns().saturating_sub(start));
+    result
 }
 
 /// A log message in a fixed buffer, always NUL-terminated, truncated if too long.

@@ -16,6 +16,7 @@
 #include <linux/iversion.h>
 #include <linux/key.h>
 #include <linux/module.h>
+#include <linux/namei.h>
 #include <linux/moduleparam.h>
 #include <linux/ratelimit.h>
 #include <linux/security.h>
@@ -71,9 +72,8 @@ ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
 	return kernel_read(file, buf, len, &off);
 }
 
-void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
+static void elfsig_inode_id(struct inode *inode, struct elfsig_file_id *id)
 {
-	struct inode *inode = file_inode(file);
 	struct timespec64 ctime = inode_get_ctime(inode);
 	struct timespec64 mtime = inode_get_mtime(inode);
 	struct timespec64 now;
@@ -97,6 +97,24 @@ void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
 		id->version = 0;
 		id->cacheable = timespec64_compare(&ctime, &now) < 0;
 	}
+}
+
+void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
+{
+	elfsig_inode_id(file_inode(file), id);
+}
+
+/* The identity of the file a path names now, without opening it (a cache check needs no more). */
+int elfsig_shim_path_id(const char *name, struct elfsig_file_id *id)
+{
+	struct path path;
+	int err = kern_path(name, LOOKUP_FOLLOW, &path);
+
+	if (err)
+		return err;
+	elfsig_inode_id(d_backing_inode(path.dentry), id);
+	path_put(&path);
+	return 0;
 }
 
 struct file *elfsig_shim_open_exec(const char *path, int *err)

@@ -56,6 +56,7 @@ int elfsig_shim_add_cert(const u8 *der, size_t len);
 u64 elfsig_shim_file_size(struct file *file);
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos);
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
+int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 struct file *elfsig_shim_open_exec(const char *path, int *err);
 void elfsig_shim_close_exec(struct file *file);
 
