@@ -60,10 +60,34 @@ pub fn test_kernel(builtin_cert: &Path) -> Result<Kernel> {
     let kernel = Kernel { tree: dir.join(SOURCE_DIR), bzimage: dir.join(SOURCE_DIR).join("arch/x86/boot/bzImage") };
     if dir.join("built").exists() && kernel.bzimage.exists() {
         eprintln!("xtask: reusing the test kernel in {}", dir.display());
-        return Ok(kernel);
+    } else {
+        build(&dir, &fragment, &cert)?;
     }
-    build(&dir, &fragment, &cert)?;
+    mark_used_and_prune(&dir);
     Ok(kernel)
+}
+
+/// How many built kernels the cache keeps (each is a couple of GB).
+const KEEP: usize = 3;
+
+/// Records that `dir` was used now, and removes all but the [`KEEP`] most recently used kernels.
+fn mark_used_and_prune(dir: &Path) {
+    let _ = fs::write(dir.join("used"), b"");
+    let Some(parent) = dir.parent() else { return };
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    let mut kernels: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .map(|p| {
+            let used = fs::metadata(p.join("used")).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+            (used, p)
+        })
+        .collect();
+    kernels.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+    for (_, stale) in kernels.into_iter().skip(KEEP) {
+        eprintln!("xtask: removing the stale test kernel {}", stale.display());
+        let _ = fs::remove_dir_all(stale);
+    }
 }
 
 fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
@@ -94,15 +118,23 @@ pub fn make(tree: &Path, args: &[&str]) -> Result {
     Cmd::new("make").env("PATH", deps::path_with_cargo_bin()).arg("LLVM=1").args(args).dir(tree).run()
 }
 
-/// Every `CONFIG_X=value` line of the fragment must have survived `olddefconfig`: a typo or an
-/// unmet dependency fails here instead of building a kernel without it.
+/// Every `CONFIG_X=value` line of the fragment must have survived `olddefconfig`, and every
+/// `# CONFIG_X is not set` must have stayed unset: a typo or an unmet dependency fails here
+/// instead of building a kernel without it.
 fn check_config(tree: &Path, fragment: &str) -> Result {
     let config = fs::read_to_string(tree.join(".config")).map_err(|e| format!("cannot read .config: {e}"))?;
     let missing: Vec<&str> = fragment
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("CONFIG_"))
-        .filter(|l| !config.lines().any(|c| c == *l))
+        .filter(|l| {
+            if l.starts_with("CONFIG_") {
+                !config.lines().any(|c| c == *l)
+            } else if let Some(name) = l.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) {
+                config.lines().any(|c| c.starts_with(&format!("{name}=")))
+            } else {
+                false
+            }
+        })
         .collect();
     if missing.is_empty() {
         Ok(())
