@@ -7,12 +7,12 @@
 //! `/t/other/` signed with an untrusted key; `/t/unsigned/`; `/t/scripts/`; `/t/manifest` and
 //! `/t/revoke.p7` for revocation; dynamic programs' libraries and a signed `ld.so`.
 
-use crate::harness::{
+use crate::tamper::{Map, flip};
+use elfsig_guest::harness::{
     Context, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, read, refused, run, runs, stats,
     wait_for_log_budget, write_control, write_exec,
 };
-use crate::system;
-use crate::tamper::{Map, flip};
+use elfsig_guest::system;
 
 const MODULE: &str = "/elfsig.ko";
 const HELLO: &[u8] = b"hello from an elfsig fixture\n";
@@ -52,7 +52,7 @@ fn load(params: &str) -> Result<(), String> {
 }
 
 /// Runs every case; true when all passed.
-pub fn run_all() -> bool {
+pub(crate) fn run_all() -> bool {
     let mut suite = Suite::default();
     let _ = std::fs::create_dir_all(WORK);
 

@@ -59,6 +59,38 @@ pub fn add_key(key_type: &str, description: &str, payload: &[u8], keyring: i32) 
     check(ret).map(|serial| serial as i32)
 }
 
+/// Sets the extended attribute `name` of `path` to `value`.
+pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
+    let (path, name) = (cstring(&path.to_string_lossy())?, cstring(name)?);
+    // SAFETY: NUL-terminated strings and a value slice valid for the call.
+    let ret = unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    check(ret.into()).map(|_| ())
+}
+
+/// Forks; the child runs `child` and exits with its return value without unwinding or running
+/// destructors. Returns the child's pid. Only for single-threaded callers.
+pub fn fork(child: impl FnOnce() -> i32) -> io::Result<libc::pid_t> {
+    // SAFETY: the caller is single-threaded, so the child inherits no lock held by another
+    // thread; the child leaves through _exit.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let code = child();
+            // SAFETY: ends the child without running the parent's atexit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        pid => Ok(pid),
+    }
+}
+
+/// Waits for child `pid`; returns its exit status.
+pub fn wait(pid: libc::pid_t) -> io::Result<i32> {
+    let mut status = 0;
+    // SAFETY: a valid out-parameter for the status.
+    let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+    check(ret.into()).map(|_| status)
+}
+
 /// Ends the VM. The test kernel has no ACPI, so powering off only halts; QEMU runs with
 /// `-no-reboot`, so rebooting makes it exit.
 pub fn power_off() -> ! {

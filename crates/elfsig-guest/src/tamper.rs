@@ -5,19 +5,19 @@ use elfsig_core::ElfFile;
 
 /// Where things are in a file.
 #[derive(Debug)]
-pub struct Map {
+pub(crate) struct Map {
     /// Offset of the program header table.
-    pub phoff: usize,
+    pub(crate) phoff: usize,
     /// Offset of the section header table.
-    pub shoff: usize,
+    pub(crate) shoff: usize,
     /// The payload (offset, size), if signed.
-    pub payload: Option<(usize, usize)>,
+    pub(crate) payload: Option<(usize, usize)>,
     sections: Vec<(String, usize, usize)>,
 }
 
 impl Map {
     /// Maps `bytes`, a valid ELF file.
-    pub fn of(bytes: &[u8]) -> Result<Map, String> {
+    pub(crate) fn of(bytes: &[u8]) -> Result<Map, String> {
         let len = bytes.len() as u64;
         let elf = ElfFile::parse(&mut &bytes[..], len).map_err(|e| format!("parse: {e}"))?;
         let table = elf.sections.ok_or("no section header table")?;
@@ -40,7 +40,7 @@ impl Map {
     }
 
     /// Offset and size of the section called `name`.
-    pub fn section(&self, name: &str) -> Result<(usize, usize), String> {
+    pub(crate) fn section(&self, name: &str) -> Result<(usize, usize), String> {
         self.sections
             .iter()
             .find(|(n, _, size)| n == name && *size > 0)
@@ -49,13 +49,13 @@ impl Map {
     }
 
     /// The payload, or an error for unsigned files.
-    pub fn payload(&self) -> Result<(usize, usize), String> {
+    pub(crate) fn payload(&self) -> Result<(usize, usize), String> {
         self.payload.ok_or_else(|| "not signed".to_owned())
     }
 }
 
 /// `bytes` with the byte at `at` inverted.
-pub fn flip(bytes: &[u8], at: usize) -> Vec<u8> {
+pub(crate) fn flip(bytes: &[u8], at: usize) -> Vec<u8> {
     let mut out = bytes.to_vec();
     out[at] ^= 0xff;
     out

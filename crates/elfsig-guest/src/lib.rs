@@ -1,0 +1,39 @@
+//! What runs inside elfsig's test and bench VMs as PID 1: mounting, the system calls std does
+//! not offer, and the reporting harness. The test runner (`src/main.rs`) and the bench program
+//! (`bench/`) are built on it.
+
+pub mod harness;
+pub mod system;
+
+/// Mounts what every guest needs, when running as PID 1.
+pub fn boot() {
+    if std::process::id() != 1 {
+        return;
+    }
+    for (fstype, target) in [
+        ("proc", "/proc"),
+        ("sysfs", "/sys"),
+        ("devtmpfs", "/dev"),
+        ("securityfs", "/sys/kernel/security"),
+        ("tmpfs", "/tmp"),
+    ] {
+        if let Err(e) = system::mount(fstype, target) {
+            println!("ELFSIG-SETUP cannot mount {fstype} on {target}: {e}");
+        }
+    }
+}
+
+/// The value of `name=value` on the kernel command line.
+pub fn cmdline(name: &str) -> Option<String> {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let prefix = format!("{name}=");
+    cmdline.split_whitespace().find_map(|w| w.strip_prefix(&prefix)).map(str::to_owned)
+}
+
+/// Reports the end and, as PID 1, ends the VM.
+pub fn finish(ok: bool) {
+    println!("ELFSIG-DONE {}", if ok { "ok" } else { "failed" });
+    if std::process::id() == 1 {
+        system::power_off();
+    }
+}
