@@ -12,14 +12,14 @@ pub fn build_cli() -> Result<PathBuf> {
     Ok(paths::target().join("release/elfsig"))
 }
 
-/// Builds `elfsig-guest` as a static executable (it is the VM's init, with no libraries
-/// around) and returns its path.
-pub fn build_guest() -> Result<PathBuf> {
+/// Builds `package` (whose binary has the same name) as a static executable, as a VM's init
+/// must be, with no libraries around; returns its path.
+pub fn build_static(package: &str) -> Result<PathBuf> {
     let triple = "x86_64-unknown-linux-gnu";
     Cmd::new("cargo")
-        .args(["build", "--quiet", "--release", "--package", "elfsig-guest", "--target", triple])
+        .args(["build", "--quiet", "--release", "--package", package, "--target", triple])
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
         .dir(&paths::root())
         .run()?;
-    Ok(paths::target().join(triple).join("release/elfsig-guest"))
+    Ok(paths::target().join(triple).join("release").join(package))
 }

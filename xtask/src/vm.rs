@@ -13,18 +13,21 @@ use crate::{kmod, paths, tools};
 /// initramfs, boots it and checks every case's result.
 pub fn test_suite(keys: &TestKeys) -> Result {
     let (kernel, ko) = kmod::for_tests(keys)?;
-    let guest = tools::build_guest()?;
+    let guest = tools::build_static("elfsig-guest")?;
     let elfsig = tools::build_cli()?;
     let initramfs = initramfs::test_suite(&elfsig, &guest, &ko, keys)?;
     let path = paths::target().join("vm/test-initramfs.cpio");
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let output = qemu::boot(&qemu::Boot {
+    let run = qemu::boot(&qemu::Boot {
         kernel: &kernel.bzimage,
         initramfs: &path,
         append: "elfsig.suite=test",
         timeout_secs: 900,
+        memory_mb: 1024,
+        cpus: 2,
+        label: "test",
     })?;
-    check_report(&output)
+    check_report(&run.console)
 }
 
 /// Checks the guest's report: every case named, none failed, the run finished.

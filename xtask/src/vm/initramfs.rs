@@ -14,23 +14,28 @@ use crate::paths;
 use crate::vm::cpio::Cpio;
 
 /// Where binfmt_elf finds the dynamic loader of x86-64 programs.
-const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
+pub const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 
 /// The coreutils the guest runs, dynamically linked.
 const COREUTILS: &[&str] = &["ls", "cat", "echo", "true", "uname"];
 
-/// A file to put in the initramfs, signed with `key` when given.
-struct Staged<'k> {
-    guest_path: String,
-    bytes: Vec<u8>,
-    key: Option<&'k KeyPair>,
+/// A file to put in an initramfs, signed with `key` when given.
+pub struct Staged<'k> {
+    /// Where it goes in the guest.
+    pub guest_path: String,
+    /// Its unsigned contents.
+    pub bytes: Vec<u8>,
+    /// The key to sign it with, if any.
+    pub key: Option<&'k KeyPair>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
+/// Reads a host file.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
     fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn system(name: &str) -> Result<PathBuf> {
+/// A program from the host's Debian packages.
+pub fn system(name: &str) -> Result<PathBuf> {
     elfsig_fixtures::system_binary(name).ok_or_else(|| format!("{name} is not installed"))
 }
 
@@ -70,7 +75,7 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
     libraries.sort();
     libraries.dedup();
 
-    let signed = sign_all(elfsig, &staged)?;
+    let signed = sign_all(elfsig, &staged, &paths::target().join("vm/stage"))?;
     for (file, bytes) in staged.iter().zip(&signed) {
         cpio.file(&file.guest_path, 0o755, bytes);
     }
@@ -94,12 +99,11 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
     Ok(cpio.finish())
 }
 
-/// Signs each staged file with its key (one `elfsig sign` per key) and returns every file's
-/// final bytes.
-fn sign_all(elfsig: &Path, staged: &[Staged<'_>]) -> Result<Vec<Vec<u8>>> {
-    let dir = paths::target().join("vm/stage");
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// Signs each staged file with its key (one `elfsig sign` per key) in `dir`, and returns
+/// every file's final bytes.
+pub fn sign_all(elfsig: &Path, staged: &[Staged<'_>], dir: &Path) -> Result<Vec<Vec<u8>>> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut by_key: Vec<(&KeyPair, Vec<PathBuf>)> = Vec::new();
     let mut paths = Vec::new();
     for (i, file) in staged.iter().enumerate() {
@@ -144,9 +148,22 @@ fn sign_description(description: &str, key: &KeyPair) -> Result<Vec<u8>> {
 
 /// The shared libraries `program` loads, as the paths `ldd` prints (also their paths in the
 /// guest).
-fn shared_libraries(program: &Path) -> Result<Vec<String>> {
-    let out = Cmd::new("ldd").arg(program).read()?;
-    Ok(out
+pub fn shared_libraries(program: &Path) -> Result<Vec<String>> {
+    let output = std::process::Command::new("ldd")
+        .arg(program)
+        .output()
+        .map_err(|e| format!("cannot run ldd: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // A static program has no libraries; ldd says so and exits with 1.
+    if String::from_utf8_lossy(&output.stderr).contains("not a dynamic executable")
+        || text.contains("not a dynamic executable")
+    {
+        return Ok(Vec::new());
+    }
+    if !output.status.success() {
+        return Err(format!("`ldd {}` failed ({})", program.display(), output.status));
+    }
+    Ok(text
         .lines()
         .filter_map(|l| l.split_once("=> ").map(|(_, rest)| rest))
         .filter_map(|rest| rest.split_whitespace().next())

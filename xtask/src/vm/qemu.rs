@@ -1,5 +1,6 @@
 //! Running QEMU: KVM when a short probe shows it works (on some machines a KVM guest hangs at
-//! "Booting from ROM"), TCG otherwise; the serial console captured, and a time limit.
+//! "Booting from ROM"), TCG otherwise; the serial console captured, and a time limit. Several
+//! VMs can run at once (the bench boots one per host CPU).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -21,18 +22,46 @@ pub struct Boot<'a> {
     pub append: &'a str,
     /// Kill the VM after this long.
     pub timeout_secs: u64,
+    /// Guest memory.
+    pub memory_mb: u32,
+    /// Guest CPUs.
+    pub cpus: u32,
+    /// Names the VM in echoed lines and its console log, `target/vm/<label>.log`.
+    pub label: &'a str,
 }
 
-/// Boots and returns everything the serial console printed. Lines starting with `ELFSIG` are
-/// echoed as they arrive.
-pub fn boot(boot: &Boot<'_>) -> Result<String> {
-    let kvm = kvm_works(boot.kernel, boot.initramfs);
-    run(boot, kvm)
+/// What a boot produced.
+#[derive(Debug)]
+pub struct Run {
+    /// Everything the serial console printed.
+    pub console: String,
+    /// The accelerator used: `kvm` or `tcg`.
+    pub accel: &'static str,
+}
+
+/// Boots and returns what the console printed. Report lines (`ELFSIG-...`, except raw bench
+/// measurements) are echoed as they arrive, with the time since boot.
+pub fn boot(boot: &Boot<'_>) -> Result<Run> {
+    boot_all(std::slice::from_ref(boot))?.pop().ok_or_else(|| "no VM ran".into())
+}
+
+/// Boots every VM at once and waits for all of them; fails if any fails.
+pub fn boot_all(boots: &[Boot<'_>]) -> Result<Vec<Run>> {
+    let Some(first) = boots.first() else { return Ok(Vec::new()) };
+    // Probe once, before the VMs compete for the answer.
+    let kvm = kvm_works(first.kernel, first.initramfs);
+    let accel = if kvm { "kvm" } else { "tcg" };
+    let consoles: Vec<Result<String>> = std::thread::scope(|scope| {
+        let running: Vec<_> = boots.iter().map(|b| scope.spawn(move || run(b, kvm))).collect();
+        running.into_iter().map(|t| t.join().unwrap_or_else(|_| Err("a VM thread panicked".into()))).collect()
+    });
+    consoles.into_iter().map(|console| Ok(Run { console: console?, accel })).collect()
 }
 
 fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-machine", "pc", "-m", "1024", "-smp", "2", "-no-reboot", "-nodefaults"])
+    cmd.args(["-machine", "pc", "-no-reboot", "-nodefaults"])
+        .args(["-smp", &boot.cpus.to_string(), "-m", &boot.memory_mb.to_string()])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
         .args(if kvm { ["-accel", "kvm", "-cpu", "host"] } else { ["-accel", "tcg", "-cpu", "max"] })
         .arg("-kernel")
@@ -40,12 +69,16 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
         .arg("-initrd")
         .arg(boot.initramfs)
         .arg("-append")
-        .arg(format!("console=ttyS0 panic=-1 oops=panic quiet {}", boot.append))
+        // tsc=reliable: under emulation the timer ticks the clocksource watchdog checks the TSC
+        // against arrive late, and it would switch the guest to jiffies (4 ms resolution) in
+        // the middle of a measurement. QEMU's TSC follows the host clock.
+        .arg(format!("console=ttyS0 panic=-1 oops=panic quiet tsc=reliable {}", boot.append))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     eprintln!(
-        "$ qemu-system-x86_64 ({}) -kernel {} -initrd {} -append '{}'",
+        "$ qemu-system-x86_64 ({}, {}) -kernel {} -initrd {} -append '{}'",
+        boot.label,
         if kvm { "kvm" } else { "tcg" },
         boot.kernel.display(),
         boot.initramfs.display(),
@@ -54,12 +87,15 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let mut child = cmd.spawn().map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
     let stdout = child.stdout.take().ok_or("no qemu stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
+    let booted = Instant::now();
+    let label = boot.label.to_owned();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let line = line.trim_end_matches('\r').to_owned();
-            if line.starts_with("ELFSIG") || line.contains("Kernel panic") || line.contains("BUG:") {
-                eprintln!("  | {line}");
+            let report = line.starts_with("ELFSIG") && !line.starts_with("ELFSIG-BENCH ");
+            if report || line.contains("Kernel panic") || line.contains("BUG:") {
+                eprintln!("  {label} | [{:5.0} s] {line}", booted.elapsed().as_secs_f64());
             }
             if tx.send(line).is_err() {
                 break;
@@ -91,14 +127,19 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let _ = reader.join();
     output.extend(rx.try_iter());
     let text = output.join("\n");
-    let log = paths::target().join("vm/console.log");
+    let log = paths::target().join(format!("vm/{}.log", boot.label));
     let _ = std::fs::write(&log, &text);
-    eprintln!("xtask: console output in {}", log.display());
+    eprintln!("xtask: {} console output in {}", boot.label, log.display());
     match status {
         Some(s) if s.success() => Ok(text),
         _ if finished => Ok(text),
-        Some(s) => Err(format!("qemu exited with {s}; console:\n{}", tail(&text))),
-        None => Err(format!("the VM did not finish within {} s; console:\n{}", boot.timeout_secs, tail(&text))),
+        Some(s) => Err(format!("{}: qemu exited with {s}; console:\n{}", boot.label, tail(&text))),
+        None => Err(format!(
+            "{}: the VM did not finish within {} s; console:\n{}",
+            boot.label,
+            boot.timeout_secs,
+            tail(&text)
+        )),
     }
 }
 
@@ -123,7 +164,15 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
         return answer.trim() == "yes";
     }
     eprintln!("xtask: probing whether KVM works here (at most 20 s)");
-    let probe = Boot { kernel, initramfs, append: "elfsig.suite=probe", timeout_secs: 20 };
+    let probe = Boot {
+        kernel,
+        initramfs,
+        append: "elfsig.suite=probe",
+        timeout_secs: 20,
+        memory_mb: 1024,
+        cpus: 1,
+        label: "kvm-probe",
+    };
     let works = run(&probe, true).is_ok_and(|out| out.contains("ELFSIG-PROBE ok"));
     eprintln!("xtask: KVM {}", if works { "works" } else { "does not work here; using TCG" });
     let _ = std::fs::create_dir_all(paths::cache());
