@@ -1,96 +1,115 @@
-//! `cargo xtask bench`: build the tools and measure.
+//! `cargo xtask bench`: builds what is missing, measures natively and in the bench VM, and
+//! writes `target/bench/latest/` (and a dated copy): `results.csv` with every raw measurement,
+//! `report.md`, `chart.svg`.
 //!
-//! Today this runs the native criterion benchmarks of elfsig (verification and signing) and
-//! reports them next to OpenSSL's SHA-256 throughput on the same machine, in
-//! `target/bench/latest/report.md`. The VM benchmarks of the kernel module join it when the
-//! module lands.
+//! Two VMs, one per host CPU, run `bench/` (the `elfsig-bench` program) as their init: each
+//! measures every other round and interleaves the four configurations within it; the host
+//! merges both. `--quick` does fewer repetitions of every suite.
 
-use std::fmt::Write as _;
+mod chart;
+pub mod native;
+mod report;
+mod results;
+mod stage;
+
 use std::fs;
+use std::time::Instant;
 
 use crate::cmd::Cmd;
-use crate::{Result, parse_options, paths};
+use crate::deps::{self, Need};
+use crate::vm::qemu;
+use crate::{Result, keys, kmod, parse_options, paths, tools};
+
+/// What the bench needs besides the kernel build tools.
+const BENCH_PACKAGES: &[Need] = &[
+    Need::Deb("qemu-system-x86"),
+    Need::Deb("busybox-static"),
+    Need::Deb("ima-evm-utils"),
+    Need::Deb("openssl"),
+    Need::Deb("rsync"),
+    Need::Deb("coreutils"),
+    Need::Deb("grep"),
+    Need::Deb("procps"),
+    Need::Deb("less"),
+    Need::Deb("mount"),
+    Need::Deb("tar"),
+];
+
+/// How many bench VMs run at once.
+const VMS: usize = 2;
 
 /// Runs the task.
 pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &["--quick"], &[])?;
-    let quick = options.flag("--quick");
-    let root = paths::root();
-    let mut cmd = Cmd::new("cargo").args(["bench", "--package", "elfsig-cli", "--bench", "elfsig"]).dir(&root);
-    if quick {
-        cmd = cmd.args(["--", "--quick"]);
+    let options = parse_options(args, &["--quick"], &["--suite"])?;
+    let suites: Vec<&str> = options.values("--suite").collect();
+    if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s)) {
+        return Err(format!("unknown suite {unknown:?}; the suites are {}", SUITES.join(", ")));
     }
-    cmd.run()?;
-    report(quick)
+    bench(options.flag("--quick"), &suites)
 }
 
-/// OpenSSL's SHA-256 throughput in MB/s on 16 KiB blocks.
-fn openssl_sha256() -> Result<f64> {
-    let out = Cmd::new("openssl").args(["speed", "-evp", "sha256", "-bytes", "16384", "-seconds", "3"]).read()?;
-    let line = out.lines().rev().find(|l| l.starts_with("sha256")).ok_or("no sha256 line from openssl speed")?;
-    let kb: f64 = line
-        .split_whitespace()
-        .last()
-        .and_then(|v| v.trim_end_matches('k').parse().ok())
-        .ok_or_else(|| format!("cannot parse openssl speed output: {line}"))?;
-    Ok(kb / 1000.0)
-}
+/// The VM's suites, as `--suite` names them.
+const SUITES: [&str; 5] = ["coreutils", "exec", "unixbench", "apps", "large"];
 
-/// Reads criterion's estimates and writes the report.
-fn report(quick: bool) -> Result {
-    let criterion = paths::target().join("criterion");
-    let sha = openssl_sha256()?;
-    let mut md = String::from("# elfsig native benchmarks\n\n");
-    let _ = writeln!(md, "OpenSSL SHA-256 (`openssl speed -evp sha256`, 16 KiB blocks): {sha:.0} MB/s\n");
-    let _ = writeln!(md, "| benchmark | mean time | throughput | vs OpenSSL SHA-256 |\n|---|---:|---:|---:|");
-    let mut rows = 0;
-    for group in ["verify", "sign"] {
-        let dir = criterion.join(group);
-        let Ok(entries) = fs::read_dir(&dir) else { continue };
-        let mut names: Vec<String> =
-            entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-        names.sort();
-        for name in names.into_iter().filter(|n| n != "report") {
-            let base = dir.join(&name).join("new");
-            let (Ok(estimates), Ok(meta)) =
-                (fs::read_to_string(base.join("estimates.json")), fs::read_to_string(base.join("benchmark.json")))
-            else {
-                continue;
-            };
-            let Some(mean_ns) = json_number_after(&estimates, "\"mean\"", "\"point_estimate\"") else { continue };
-            let bytes = json_number_after(&meta, "\"throughput\"", "\"Bytes\"");
-            let (throughput, ratio) = match bytes {
-                Some(b) => {
-                    let mbs = b / mean_ns * 1000.0;
-                    (format!("{mbs:.0} MB/s"), format!("{:.0}%", mbs / sha * 100.0))
-                }
-                None => ("".into(), "".into()),
-            };
-            let _ = writeln!(md, "| {group}/{name} | {:.3} ms | {throughput} | {ratio} |", mean_ns / 1e6);
-            rows += 1;
-        }
-    }
-    if rows == 0 {
-        return Err(format!("no criterion results under {}", criterion.display()));
-    }
-    if quick {
-        md.push_str("\n(--quick: few samples; figures are rough.)\n");
+/// The bench, full or quick; every suite, or those named.
+pub fn bench(quick: bool, suites: &[&str]) -> Result {
+    let start = Instant::now();
+    let started = Cmd::new("date").args(["-u", "+%Y-%m-%dT%H-%M-%SZ"]).read()?.trim().to_owned();
+    deps::ensure(BENCH_PACKAGES)?;
+    // Natively first, while nothing else runs.
+    let native = native::measure(quick)?;
+
+    let elfsig = tools::build_cli()?;
+    let keys = keys::test_keys(&elfsig)?;
+    let (kernel, ko) = kmod::for_tests(&keys)?;
+    let program = tools::build_static("elfsig-bench")?;
+    let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
+    // Emulated guests do not run exec-heavy work faster with more CPUs, but two one-CPU
+    // guests do twice the work of one.
+    let labels: Vec<String> = (0..VMS).map(|i| format!("bench-{i}")).collect();
+    let appends: Vec<String> = (0..VMS)
+        .map(|i| {
+            let only = if suites.is_empty() { String::new() } else { format!(" elfsig.suites={}", suites.join(",")) };
+            format!("elfsig.quick={} elfsig.part={i}/{VMS}{only}", u8::from(quick))
+        })
+        .collect();
+    let boots: Vec<qemu::Boot<'_>> = (0..VMS)
+        .map(|i| qemu::Boot {
+            kernel: &kernel.bzimage,
+            initramfs: &initramfs,
+            append: &appends[i],
+            timeout_secs: if quick { 1500 } else { 3000 },
+            memory_mb: 3072,
+            cpus: 1,
+            label: &labels[i],
+        })
+        .collect();
+    let runs = qemu::boot_all(&boots)?;
+    let consoles: Vec<(&str, &str)> = labels.iter().zip(&runs).map(|(l, r)| (l.as_str(), r.console.as_str())).collect();
+    let results = results::Results::parse_all(&consoles)?;
+    results.check_complete(if suites.is_empty() { &SUITES } else { suites })?;
+
+    let meta = report::Meta {
+        quick,
+        accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
+        started: started.clone(),
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    let dir = paths::target().join("bench").join(&started);
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let report = report::markdown(&results, &native, &meta);
+    for (name, contents) in
+        [("results.csv", results.csv()), ("report.md", report.clone()), ("chart.svg", chart::svg(&results))]
+    {
+        fs::write(dir.join(name), contents).map_err(|e| format!("cannot write {name}: {e}"))?;
     }
     let latest = paths::target().join("bench/latest");
+    let _ = fs::remove_dir_all(&latest);
     fs::create_dir_all(&latest).map_err(|e| format!("cannot create {}: {e}", latest.display()))?;
-    fs::write(latest.join("report.md"), &md).map_err(|e| format!("cannot write report: {e}"))?;
-    print!("{md}");
-    eprintln!("xtask: report in {}", latest.join("report.md").display());
+    for name in ["results.csv", "report.md", "chart.svg"] {
+        fs::copy(dir.join(name), latest.join(name)).map_err(|e| format!("cannot copy {name}: {e}"))?;
+    }
+    print!("{report}");
+    eprintln!("xtask: report in {} (and {})", latest.join("report.md").display(), dir.display());
     Ok(())
-}
-
-/// The number after `key` that follows `section` in a JSON text: enough for criterion's files
-/// without a JSON parser in xtask.
-fn json_number_after(json: &str, section: &str, key: &str) -> Option<f64> {
-    let start = json.find(section)?;
-    let rest = &json[start..];
-    let at = rest.find(key)? + key.len();
-    let value = rest[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = value.find(|c: char| !(c.is_ascii_digit() || ".eE+-".contains(c))).unwrap_or(value.len());
-    value[..end].parse().ok()
 }

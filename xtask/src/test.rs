@@ -2,7 +2,7 @@
 
 use crate::cmd::Cmd;
 use crate::deps::{self, Need, TEST_PACKAGES};
-use crate::{Result, fuzz, keys, nopanic, parse_options, paths, tools, vm};
+use crate::{Result, bench, fuzz, keys, nopanic, parse_options, paths, tools, vm};
 
 /// What the VM tests need besides the kernel build tools.
 const VM_PACKAGES: &[Need] = &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static")];
@@ -24,6 +24,9 @@ pub fn run(args: &[String]) -> Result {
     Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
     fuzz::smoke()?;
     vm_suite()?;
+    // A smoke test of the bench machinery (build, boot, every suite, report); its timings
+    // are not asserted on.
+    bench::bench(true, &[])?;
     eprintln!("xtask: all tests passed");
     Ok(())
 }

@@ -139,5 +139,44 @@ fn sign_directory(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, verify, sign_directory);
+/// The programs `cargo xtask bench` measures in the VM, and the dynamic loader, so that their
+/// first-exec cost can be projected onto this machine.
+const EXEC_PATH_PROGRAMS: [&str; 18] = [
+    "cp", "df", "echo", "false", "grep", "kill", "less", "ls", "mkdir", "mount", "mv", "rm", "rmdir", "tar", "touch",
+    "true", "umount", "uname",
+];
+
+/// What the kernel module does on a cache miss, minus the PKCS#7 check (the kernel's RSA, not
+/// this crate's, which `cargo xtask bench` times with `openssl speed`): locate the signature,
+/// read and parse the payload, hash everything else with SHA-256.
+fn exec_path_cost(path: &Path) -> [u8; 32] {
+    use elfsig_core::{Payload, find_signature};
+    use sha2::{Digest, Sha256};
+    let file = std::fs::File::open(path).unwrap();
+    let len = file.metadata().unwrap().len();
+    let mut reader = elfsig_cli::reader::FileReader::new(&file, len);
+    let location = find_signature(&mut reader, len).unwrap().unwrap();
+    let mut payload = vec![0u8; location.payload_len()];
+    Payload::read(&mut reader, &location, &mut payload).unwrap();
+    let mut hasher = Sha256::new();
+    elfsig_cli::stream::hash_ranges(&mut reader, &location.hashed_ranges(), &mut hasher, &mut Vec::new()).unwrap();
+    hasher.finalize().into()
+}
+
+fn exec_path(c: &mut Criterion) {
+    let setup = setup();
+    let mut group = c.benchmark_group("exec-path");
+    group.warm_up_time(std::time::Duration::from_millis(500));
+    group.measurement_time(std::time::Duration::from_secs(2));
+    let ld_so = Path::new("/lib64/ld-linux-x86-64.so.2").canonicalize().unwrap();
+    let programs = EXEC_PATH_PROGRAMS.iter().filter_map(|p| Some((p.to_string(), elfsig_fixtures::system_binary(p)?)));
+    for (name, path) in programs.chain([("ld.so".to_string(), ld_so)]) {
+        let signed = signed_copy(&setup, &format!("exec-path-{name}"), &std::fs::read(path).unwrap());
+        group.throughput(Throughput::Bytes(std::fs::metadata(&signed).unwrap().len()));
+        group.bench_function(name.as_str(), |b| b.iter(|| exec_path_cost(&signed)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, verify, sign_directory, exec_path);
 criterion_main!(benches);

@@ -1,0 +1,107 @@
+//! The bench VM's init: sets up IMA, then runs every suite, interleaving the four
+//! configurations, and prints each raw measurement on the console for `cargo xtask bench`.
+//!
+//! Suites, in order: `coreutils`, `exec`, `unixbench`, `apps`, `large`. The kernel command
+//! line's `elfsig.quick=1` makes each shorter (fewer repetitions, all suites);
+//! `elfsig.suites=a,b` runs only those (`cargo xtask bench --suite`, while working on one).
+//!
+//! Run as `elfsig-bench execl-chain N MODE`, it is the program the execl benchmark chains; as
+//! `elfsig-bench spawn SECONDS`, the process the process-creation benchmark forks from.
+
+mod apps;
+mod config;
+mod coreutils;
+mod exec;
+mod ima;
+mod large;
+mod measure;
+mod unixbench;
+
+use config::{Config, Switch};
+use measure::Effort;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("execl-chain") => unixbench::execl_chain(&args),
+        Some("spawn") => unixbench::spawn_loop(&args),
+        _ => {}
+    }
+    elfsig_guest::boot();
+    // elfsig.part=INDEX/COUNT: which share of the rounds this VM measures.
+    let part = elfsig_guest::cmdline("elfsig.part").unwrap_or_else(|| "0/1".into());
+    let (index, count) =
+        part.split_once('/').and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?))).unwrap_or((0, 1));
+    let quick = elfsig_guest::cmdline("elfsig.quick").as_deref() == Some("1");
+    let effort = Effort { quick, index, count };
+    let suites = elfsig_guest::cmdline("elfsig.suites");
+    let result = run(effort, |suite| suites.as_deref().is_none_or(|list| list.split(',').any(|s| s == suite)));
+    if let Err(e) = &result {
+        println!("ELFSIG-BENCH-ERROR {e}");
+    }
+    elfsig_guest::finish(result.is_ok());
+}
+
+/// Runs every program a few times in every configuration before anything is timed: the first
+/// runs after boot pay for filling caches (page cache, dentries, and under QEMU's emulation its
+/// translation of every code path), which would count against whichever configuration came
+/// first.
+fn warm_up(switch: &mut Switch) -> Result<(), String> {
+    measure::progress("warming up");
+    for config in Config::ALL {
+        switch.enter(config)?;
+        for program in coreutils::PROGRAMS {
+            for _ in 0..3 {
+                measure::exec_us(&config.program(program), &["--version"])?;
+            }
+        }
+        for _ in 0..20 {
+            measure::exec_us(&config.program("hello"), &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's clocksource: every timing depends on it having fine resolution.
+fn clocksource() -> String {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
+    // The kernel moves from tsc-early to tsc once it has refined the TSC's calibration, about a
+    // second after boot: wait for that, so that nothing changes mid-run.
+    for _ in 0..100 {
+        if clocksource() != "tsc-early" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let start_clock = clocksource();
+    measure::progress(&format!("clocksource {start_clock}"));
+    measure::progress("setting up IMA");
+    ima::setup()?;
+    let mut switch = Switch::default();
+    warm_up(&mut switch)?;
+    type Suite = fn(&mut Switch, Effort) -> Result<(), String>;
+    let suites: [(&str, Suite); 5] = [
+        ("coreutils", coreutils::run),
+        ("exec", exec::run),
+        ("unixbench", unixbench::run),
+        ("apps", apps::run),
+        ("large", large::run),
+    ];
+    for (name, suite) in suites {
+        if selected(name) {
+            suite(&mut switch, effort)?;
+        }
+    }
+    switch.enter(Config::Baseline)?;
+    let end_clock = clocksource();
+    if end_clock != start_clock {
+        return Err(format!("the clocksource changed from {start_clock} to {end_clock} during the run"));
+    }
+    measure::emit("meta", "clocksource-is-tsc", "-", effort.index, f64::from(u8::from(end_clock == "tsc")), "bool");
+    Ok(())
+}

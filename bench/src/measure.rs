@@ -1,0 +1,94 @@
+//! Timing and reporting: every raw measurement is one `ELFSIG-BENCH suite,case,config,run,value,unit`
+//! line on the console, which the host writes to results.csv; progress goes on
+//! `ELFSIG-PROGRESS` lines.
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::config::Config;
+
+/// How much to measure (the full run or `--quick`), and which share of it this VM measures.
+///
+/// The host runs two bench VMs at once, one per CPU, because the emulated exec path does not
+/// scale with guest CPUs: VM `index` of `count` measures the rounds (runs) whose number modulo
+/// `count` is `index`. Each VM interleaves every configuration, and round numbers are global, so
+/// the host merges the results as if one VM had measured them all.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Effort {
+    pub(crate) quick: bool,
+    pub(crate) index: usize,
+    pub(crate) count: usize,
+}
+
+impl Effort {
+    /// `full` in a full run, `quick` with `--quick`.
+    pub(crate) fn pick<T>(self, full: T, quick: T) -> T {
+        if self.quick { quick } else { full }
+    }
+
+    /// The rounds out of `0..total` this VM measures.
+    pub(crate) fn rounds(self, total: usize) -> impl Iterator<Item = usize> {
+        (0..total).filter(move |r| r % self.count.max(1) == self.index)
+    }
+
+    /// Whether this VM reports what is measured once.
+    pub(crate) fn first(self) -> bool {
+        self.index == 0
+    }
+}
+
+/// Sums per-slice values (as [`crate::config::Switch::interleave`] returns them) over the
+/// slices: per configuration, one total per case.
+pub(crate) fn totals(slices: &[[Vec<f64>; 4]]) -> [Vec<f64>; 4] {
+    let mut totals: [Vec<f64>; 4] = Default::default();
+    for slice in slices {
+        for (total, values) in totals.iter_mut().zip(slice) {
+            total.resize(values.len(), 0.0);
+            for (t, v) in total.iter_mut().zip(values) {
+                *t += v;
+            }
+        }
+    }
+    totals
+}
+
+/// Records one measurement.
+pub(crate) fn emit(suite: &str, case: &str, config: &str, run: usize, value: f64, unit: &str) {
+    println!("ELFSIG-BENCH {suite},{case},{config},{run},{value:.3},{unit}");
+}
+
+/// Says what is being measured.
+pub(crate) fn progress(message: &str) {
+    println!("ELFSIG-PROGRESS {message}");
+}
+
+/// Runs `path` with `args`, output discarded; returns the wall time in microseconds. Fails
+/// when the program cannot be executed or fails: every program measured must run in every
+/// configuration, or the measurement means nothing.
+pub(crate) fn exec_us(path: &str, args: &[&str]) -> Result<f64, String> {
+    let start = Instant::now();
+    let status = Command::new(path)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("exec {path}: {e}"))?;
+    let elapsed = start.elapsed().as_secs_f64() * 1e6;
+    if status.code().is_none() {
+        return Err(format!("{path} died: {status}"));
+    }
+    Ok(elapsed)
+}
+
+/// Times `count` execs of `program` in `config`, flushing the cache before each in
+/// `elfsig-cold`; returns the total in microseconds.
+pub(crate) fn exec_loop(config: Config, program: &str, args: &[&str], count: usize) -> Result<f64, String> {
+    let path = config.program(program);
+    let mut total = 0.0;
+    for _ in 0..count {
+        config.before_exec();
+        total += exec_us(&path, args)?;
+    }
+    Ok(total)
+}

@@ -1,0 +1,94 @@
+//! What the bench VM boots into: the bench program as `/init`, the module, and the measured
+//! programs signed with the kernel test key (`/b/signed/`), with an IMA signature for each made
+//! by evmctl (`/b/ima-sig/`) and the key's certificate for the `.ima` keyring; their libraries
+//! and a signed `ld.so`; a tiny static program for the exec benchmark and a generated binary of
+//! over 128 MiB for the large one.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use elfsig_fixtures::{Class, Endian, Spec};
+
+use super::native::COREUTILS;
+use crate::Result;
+use crate::cmd::Cmd;
+use crate::keys::TestKeys;
+use crate::paths;
+use crate::vm::cpio::Cpio;
+use crate::vm::initramfs::{LD_SO, Staged, read, shared_libraries, sign_all, system};
+
+/// Programs the shell and application workloads use besides the coreutils table.
+const WORKLOAD_PROGRAMS: [&str; 8] = ["sort", "od", "tee", "wc", "cat", "tr", "rsync", "busybox"];
+
+/// Size of the large binary's executable segment padding and of its trailing data.
+const LARGE_TEXT: u64 = 80 << 20;
+const LARGE_TRAILING: usize = 49 << 20;
+
+/// The large binary: a program whose executable segment holds 80 MiB of padding, followed by
+/// 49 MiB of pseudo-random data; over 128 MiB in all.
+fn large_binary() -> Vec<u8> {
+    let mut trailing = vec![0u8; LARGE_TRAILING];
+    let mut x = 0x1234_5678_9abc_def1u64;
+    for chunk in trailing.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).text_padding(LARGE_TEXT).trailing(&trailing))
+}
+
+/// Writes the bench initramfs and returns its path.
+pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Result<PathBuf> {
+    let mut staged: Vec<Staged<'_>> = Vec::new();
+    let key = Some(&keys.kernel);
+    let mut libraries = Vec::new();
+    for name in COREUTILS.iter().chain(&WORKLOAD_PROGRAMS) {
+        let path = system(name)?;
+        libraries.extend(shared_libraries(&path)?);
+        staged.push(Staged { guest_path: format!("/b/signed/{name}"), bytes: read(&path)?, key });
+    }
+    let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
+    staged.push(Staged { guest_path: "/b/signed/hello".into(), bytes: hello, key });
+    staged.push(Staged { guest_path: "/b/signed/large".into(), bytes: large_binary(), key });
+    staged.push(Staged { guest_path: "/b/signed/elfsig-bench".into(), bytes: read(bench)?, key });
+    let ld_so = Path::new(LD_SO).canonicalize().map_err(|e| format!("{LD_SO}: {e}"))?;
+    staged.push(Staged { guest_path: LD_SO.into(), bytes: read(&ld_so)?, key });
+    libraries.sort();
+    libraries.dedup();
+
+    let dir = paths::target().join("bench/stage");
+    let signed = sign_all(elfsig, &staged, &dir)?;
+    let mut cpio = Cpio::new();
+    cpio.chardev("/dev/console", 5, 1);
+    cpio.file("/init", 0o755, &read(bench)?);
+    cpio.file("/elfsig.ko", 0o644, &read(ko)?);
+    cpio.file(
+        "/b/ima.der",
+        0o644,
+        &Cmd::new("openssl").args(["x509", "-outform", "DER", "-in"]).arg(&keys.kernel.cert).read_bytes()?,
+    );
+    for (i, (file, bytes)) in staged.iter().zip(&signed).enumerate() {
+        cpio.file(&file.guest_path, 0o755, bytes);
+        if let Some(name) = file.guest_path.strip_prefix("/b/signed/") {
+            // IMA signs what it will appraise: the same bytes, in the copies the guest makes.
+            let signature = ima_signature(&dir.join(format!("{i:02}")), &keys.kernel.key)?;
+            cpio.file(&format!("/b/ima-sig/{name}.sig"), 0o644, &signature);
+        }
+    }
+    for library in &libraries {
+        cpio.file(library, 0o755, &read(Path::new(library))?);
+    }
+    let path = paths::target().join("bench/initramfs.cpio");
+    fs::write(&path, cpio.finish()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The `security.ima` value evmctl makes for `file` with `key`.
+fn ima_signature(file: &Path, key: &Path) -> Result<Vec<u8>> {
+    Cmd::new("evmctl").args(["ima_sign", "--sigfile", "--hashalgo", "sha256", "--key"]).arg(key).arg(file).read()?;
+    let sig = PathBuf::from(format!("{}.sig", file.display()));
+    let bytes = read(&sig)?;
+    let _ = fs::remove_file(&sig);
+    Ok(bytes)
+}
