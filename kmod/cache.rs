@@ -6,7 +6,7 @@
 //! Entries are keyed by the file's identity (device, inode number, generation) and hold its
 //! change stamp (change and modification times, size, `i_version`), the digest it verified with
 //! (so revocation still applies), whether it names an ELF interpreter (so that a cached static
-//! program needs no reading at all) and the epoch it was made in. A lookup hits only when the
+//! program needs no reading at all), whether it is a dynamic loader, and the epoch it was made in. A lookup hits only when the
 //! identity, the whole stamp and the epoch match; flushing is bumping the epoch.
 //!
 //! The cache has a fixed size, allocated with the module: 4-way set-associative, replacing
@@ -34,7 +34,8 @@ struct Slot {
     size: AtomicU64,
     version: AtomicU64,
     epoch: AtomicU64,
-    has_interpreter: AtomicU64,
+    /// [`HAS_INTERPRETER`] and [`LOADER`].
+    flags: AtomicU64,
     digest: [AtomicU64; 4],
 }
 
@@ -45,7 +46,12 @@ pub(crate) struct Entry {
     pub(crate) digest: [u8; 32],
     /// Whether it names an ELF interpreter (`PT_INTERP`).
     pub(crate) has_interpreter: bool,
+    /// Whether it is a dynamic loader (a shared object without an interpreter).
+    pub(crate) loader: bool,
 }
+
+const HAS_INTERPRETER: u64 = 1;
+const LOADER: u64 = 2;
 
 impl Slot {
     const fn new() -> Self {
@@ -60,7 +66,7 @@ impl Slot {
             version: AtomicU64::new(0),
             // Epoch 0 is never current, so an unused slot never hits.
             epoch: AtomicU64::new(0),
-            has_interpreter: AtomicU64::new(0),
+            flags: AtomicU64::new(0),
             digest: [const { AtomicU64::new(0) }; 4],
         }
     }
@@ -79,7 +85,7 @@ impl Slot {
             && self.size.load(Ordering::Relaxed) == id.size
             && self.version.load(Ordering::Relaxed) == id.version
             && self.epoch.load(Ordering::Relaxed) == epoch;
-        let has_interpreter = self.has_interpreter.load(Ordering::Relaxed) != 0;
+        let flags = self.flags.load(Ordering::Relaxed);
         let mut digest = [0u8; 32];
         for (chunk, word) in digest.chunks_exact_mut(8).zip(&self.digest) {
             for (d, s) in chunk.iter_mut().zip(word.load(Ordering::Relaxed).to_le_bytes()) {
@@ -88,7 +94,11 @@ impl Slot {
         }
         fence(Ordering::Acquire);
         let after = self.seq.load(Ordering::Relaxed);
-        (same && before == after).then_some(Entry { digest, has_interpreter })
+        (same && before == after).then_some(Entry {
+            digest,
+            has_interpreter: flags & HAS_INTERPRETER != 0,
+            loader: flags & LOADER != 0,
+        })
     }
 
     /// Whether the slot holds `id`, whatever its stamp or epoch (a candidate to overwrite).
@@ -115,7 +125,8 @@ impl Slot {
         self.size.store(id.size, Ordering::Relaxed);
         self.version.store(id.version, Ordering::Relaxed);
         self.epoch.store(epoch, Ordering::Relaxed);
-        self.has_interpreter.store(u64::from(entry.has_interpreter), Ordering::Relaxed);
+        let flags = if entry.has_interpreter { HAS_INTERPRETER } else { 0 } | if entry.loader { LOADER } else { 0 };
+        self.flags.store(flags, Ordering::Relaxed);
         for (word, chunk) in self.digest.iter().zip(entry.digest.chunks_exact(8)) {
             let bytes: [u8; 8] = chunk.try_into().unwrap_or([0; 8]);
             word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);

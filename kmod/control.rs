@@ -7,6 +7,8 @@
 //! - `lock`: `1` once enforce is locked until reboot (which also refuses unloading); write `1`.
 //! - `stats`: the counters, `name value` per line.
 //! - `flush`: write anything to empty the verdict cache (after removing a trusted key).
+//! - `loader`: `deny` refuses running the dynamic loader directly (`ld.so ./program`), `allow`
+//!   lets it run (the default); `allow` is refused while locked.
 
 use core::fmt::{self, Write};
 
@@ -19,6 +21,7 @@ const MODE: u32 = 0;
 const LOCK: u32 = 1;
 const STATS: u32 = 2;
 const FLUSH: u32 = 3;
+const LOADER: u32 = 4;
 
 /// Writes into a byte buffer, failing when it is full.
 struct Cursor<'a> {
@@ -45,6 +48,7 @@ pub(crate) fn read(which: u32, out: &mut [u8]) -> Result<usize> {
         MODE => cursor.write_str(if STATE.enforcing() { "enforce\n" } else { "permissive\n" }),
         LOCK => cursor.write_str(if STATE.locked() { "1\n" } else { "0\n" }),
         STATS => STATE.stats.write_to(&mut cursor),
+        LOADER => cursor.write_str(if STATE.denying_loader() { "deny\n" } else { "allow\n" }),
         _ => return Err(code::EINVAL),
     };
     written.map_err(|_| code::ENOSPC)?;
@@ -60,6 +64,8 @@ pub(crate) fn write(which: u32, input: &[u8]) -> Result {
         (LOCK, b"1") => STATE.lock(),
         (LOCK, b"0") if STATE.locked() => Err(code::EPERM),
         (LOCK, b"0") => Ok(()),
+        (LOADER, b"deny") => STATE.set_deny_loader(true),
+        (LOADER, b"allow") => STATE.set_deny_loader(false),
         (FLUSH, _) => {
             STATE.cache.flush();
             Ok(())

@@ -32,7 +32,7 @@ struct Elfsig;
 
 impl kernel::Module for Elfsig {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        policy::configure(ffi::mode_param(), ffi::lock_param())?;
+        policy::configure(ffi::mode_param(), ffi::deny_loader_param(), ffi::lock_param())?;
         ffi::init()?;
         let certs = match load_embedded_certs() {
             Ok(n) => n,
@@ -43,8 +43,9 @@ impl kernel::Module for Elfsig {
         };
         ffi::register();
         pr_info!(
-            "{}{}, {} embedded certificate(s)\n",
+            "{}{}{}, {} embedded certificate(s)\n",
             if policy::STATE.enforcing() { "enforcing" } else { "permissive" },
+            if policy::STATE.denying_loader() { ", refusing direct runs of the dynamic loader" } else { "" },
             if policy::STATE.locked() { " (locked)" } else { "" },
             certs
         );

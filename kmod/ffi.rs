@@ -54,6 +54,7 @@ extern "C" {
     fn elfsig_shim_exit();
     fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
     fn elfsig_shim_lock_param() -> bool;
+    fn elfsig_shim_deny_loader_param() -> bool;
     fn elfsig_shim_embedded_certs(len: *mut usize) -> *const u8;
     fn elfsig_shim_add_cert(der: *const u8, len: usize) -> c_int;
     fn elfsig_shim_file_size(file: *mut RawFile) -> u64;
@@ -122,6 +123,12 @@ pub(crate) fn mode_param() -> &'static [u8] {
 pub(crate) fn lock_param() -> bool {
     // SAFETY: reads a module parameter.
     unsafe { elfsig_shim_lock_param() }
+}
+
+/// The `deny_loader` module parameter.
+pub(crate) fn deny_loader_param() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { elfsig_shim_deny_loader_param() }
 }
 
 /// Certificates embedded at build time, concatenated DER.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The exec decision: check the program and its ELF interpreter (through the verdict cache),
-//! then refuse or, in permissive mode, log and allow. Also the mode and its lock.
+//! then refuse or, in permissive mode, log and allow. Also the mode, the dynamic loader policy
+//! and the lock.
 
 use kernel::ffi::c_int;
 use core::fmt::Write;
@@ -19,9 +20,10 @@ use crate::verify::{self, Failure};
 /// The module's state: static, because the binfmt handler has no context pointer.
 pub(crate) static STATE: State = State::new();
 
-/// Mode, lock, counters and cache.
+/// Mode, loader policy, lock, counters and cache.
 pub(crate) struct State {
     enforce: AtomicBool,
+    deny_loader: AtomicBool,
     locked: AtomicBool,
     /// The counters.
     pub(crate) stats: Stats,
@@ -31,12 +33,34 @@ pub(crate) struct State {
 
 impl State {
     const fn new() -> Self {
-        State { enforce: AtomicBool::new(true), locked: AtomicBool::new(false), stats: Stats::new(), cache: Cache::new() }
+        State {
+            enforce: AtomicBool::new(true),
+            deny_loader: AtomicBool::new(false),
+            locked: AtomicBool::new(false),
+            stats: Stats::new(),
+            cache: Cache::new(),
+        }
     }
 
     /// Whether refusals are enforced.
     pub(crate) fn enforcing(&self) -> bool {
         self.enforce.load(Ordering::Acquire)
+    }
+
+    /// Whether running a dynamic loader directly (`ld.so ./program`) is refused: the loader maps
+    /// the program itself, so no exec check ever sees it.
+    pub(crate) fn denying_loader(&self) -> bool {
+        self.deny_loader.load(Ordering::Acquire)
+    }
+
+    /// Refuses or allows running a dynamic loader directly; allowing it again is refused while
+    /// locked.
+    pub(crate) fn set_deny_loader(&self, deny: bool) -> Result {
+        if !deny && self.locked() {
+            return Err(code::EPERM);
+        }
+        self.deny_loader.store(deny, Ordering::Release);
+        Ok(())
     }
 
     /// Whether the mode is locked to enforce until reboot.
@@ -56,7 +80,8 @@ impl State {
         Ok(())
     }
 
-    /// Enforces until reboot: the mode cannot be changed and the module cannot be unloaded.
+    /// Enforces until reboot: the mode cannot be changed, a loader policy of `deny` cannot be
+    /// relaxed, and the module cannot be unloaded.
     pub(crate) fn lock(&self) -> Result {
         self.set_enforcing(true)?;
         if self.locked.swap(true, Ordering::AcqRel) {
@@ -72,7 +97,7 @@ impl State {
 }
 
 /// Applies the module parameters.
-pub(crate) fn configure(mode: &[u8], lock: bool) -> Result {
+pub(crate) fn configure(mode: &[u8], deny_loader: bool, lock: bool) -> Result {
     match mode {
         b"enforce" => STATE.set_enforcing(true)?,
         b"permissive" => STATE.set_enforcing(false)?,
@@ -81,6 +106,7 @@ pub(crate) fn configure(mode: &[u8], lock: bool) -> Result {
             return Err(code::EINVAL);
         }
     }
+    STATE.set_deny_loader(deny_loader)?;
     if lock {
         STATE.lock()?;
     }
@@ -120,7 +146,7 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
 /// Checks a program and the ELF interpreter it names, which binfmt_elf opens directly, past
 /// every binfmt handler. A cached program costs one lookup (and, when it is dynamically linked,
 /// reading its interpreter's name and looking the interpreter up); only what is not cached is
-/// read and hashed.
+/// read and hashed. A dynamic loader run directly is refused when the policy says so.
 fn check_program(file: FileRef<'_>) -> Result<(), Failure> {
     let stats = &STATE.stats;
     Stats::add(&stats.checked, 1);
@@ -131,19 +157,22 @@ fn check_program(file: FileRef<'_>) -> Result<(), Failure> {
         Some(entry) => {
             Stats::add(&stats.cache_hits, 1);
             not_revoked(&entry)?;
+            loader_allowed(entry.loader)?;
             if !entry.has_interpreter {
                 return Ok(());
             }
-            verify::interpreter(file, &mut name)?
+            verify::exec_info(file, &mut name)?.interpreter
         }
         None => {
             Stats::add(&stats.cache_misses, 1);
             let digest = timed_verify(file)?;
-            let interpreter = verify::interpreter(file, &mut name)?;
+            let exec = verify::exec_info(file, &mut name)?;
             if id.cacheable {
-                STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: interpreter.is_some() });
+                let entry = Entry { digest, has_interpreter: exec.interpreter.is_some(), loader: exec.loader };
+                STATE.cache.insert(&id, epoch, &entry);
             }
-            interpreter
+            loader_allowed(exec.loader)?;
+            exec.interpreter
         }
     };
     match interpreter {
@@ -167,9 +196,18 @@ fn check_interpreter(path: &CStr) -> Result<(), Failure> {
     let id = interpreter.file().id();
     let digest = timed_verify(interpreter.file())?;
     if id.cacheable {
-        STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: false });
+        // Its own interpreter does not matter (binfmt_elf does not follow a second one), but
+        // whether it is a loader does, for when it is run directly.
+        let mut name = KVec::new();
+        let exec = verify::exec_info(interpreter.file(), &mut name)?;
+        STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: false, loader: exec.loader });
     }
     Ok(())
+}
+
+/// Refuses a dynamic loader run directly, when the policy says so.
+fn loader_allowed(loader: bool) -> Result<(), Failure> {
+    if loader && STATE.denying_loader() { Err(Failure::new(Reason::LoaderExec)) } else { Ok(()) }
 }
 
 /// A cached verdict still stands unless its digest has been revoked since.

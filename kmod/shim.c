@@ -48,6 +48,15 @@ bool elfsig_shim_lock_param(void)
 	return elfsig_lock;
 }
 
+static bool elfsig_deny_loader;
+module_param_named(deny_loader, elfsig_deny_loader, bool, 0444);
+MODULE_PARM_DESC(deny_loader, "refuse running the dynamic loader directly (ld.so ./program)");
+
+bool elfsig_shim_deny_loader_param(void)
+{
+	return elfsig_deny_loader;
+}
+
 /* Certificates embedded at build time (certs.S): concatenated DER. */
 extern const u8 elfsig_embedded_certs[];
 extern const u8 elfsig_embedded_certs_end[];
@@ -255,9 +264,9 @@ bool elfsig_shim_pin_module(void)
 /* ---- securityfs: /sys/kernel/security/elfsig/ ------------------------------------------- */
 
 static struct dentry *elfsig_dir;
-static struct dentry *elfsig_files[4];
-static const char *const elfsig_file_names[4] = { "mode", "lock", "stats", "flush" };
-static const umode_t elfsig_file_modes[4] = { 0600, 0600, 0400, 0200 };
+static struct dentry *elfsig_files[5];
+static const char *const elfsig_file_names[5] = { "mode", "lock", "stats", "flush", "loader" };
+static const umode_t elfsig_file_modes[5] = { 0600, 0600, 0400, 0200, 0600 };
 
 static ssize_t elfsig_fs_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos)
 {

@@ -50,6 +50,7 @@ void elfsig_shim_unregister(void);
 void elfsig_shim_exit(void);
 const char *elfsig_shim_mode_param(size_t *len);
 bool elfsig_shim_lock_param(void);
+bool elfsig_shim_deny_loader_param(void);
 const u8 *elfsig_shim_embedded_certs(size_t *len);
 int elfsig_shim_add_cert(const u8 *der, size_t len);
 

@@ -24,10 +24,12 @@ pub(crate) enum Reason {
     IoError,
     /// Verification could not run (out of memory, crypto failure).
     Error,
+    /// A dynamic loader run directly, with `deny_loader` set.
+    LoaderExec,
 }
 
 impl Reason {
-    const ALL: [Reason; 8] = [
+    const ALL: [Reason; 9] = [
         Reason::Unsigned,
         Reason::BadSignature,
         Reason::UnknownKey,
@@ -36,6 +38,7 @@ impl Reason {
         Reason::Malformed,
         Reason::IoError,
         Reason::Error,
+        Reason::LoaderExec,
     ];
 
     /// The name used in logs and in the stats file.
@@ -49,6 +52,7 @@ impl Reason {
             Reason::Malformed => "malformed",
             Reason::IoError => "io_error",
             Reason::Error => "error",
+            Reason::LoaderExec => "loader_exec",
         }
     }
 

@@ -12,7 +12,7 @@ use kernel::error::{code, Error};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-use crate::elfsig_core::elf::{FileHeader, ProgramTable, SectionTable, PN_XNUM};
+use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{self as core_format, find_signature, ByteRange, IoError, Payload, ReadAt, Rejection};
 use crate::ffi::{self, pkcs7_errno, FileRef, Sha256};
 use crate::policy::STATE;
@@ -25,12 +25,6 @@ const CHUNK: usize = 64 * 1024;
 /// Small reads (headers, the payload's magic, the interpreter's name) go through a window of
 /// this many bytes, so that walking the program headers is one `kernel_read`.
 const WINDOW: usize = 1024;
-
-/// `PT_INTERP`.
-const PT_INTERP: u32 = 3;
-
-/// Longest interpreter name binfmt_elf accepts (`PATH_MAX`).
-const MAX_INTERP_LEN: u64 = 4096;
 
 /// Why a file is refused, with what the log says about it.
 #[derive(Clone, Copy, Debug)]
@@ -228,37 +222,28 @@ fn hash(reader: &mut KernelReader<'_>, ranges: &[ByteRange], stats: &Stats) -> R
     sha.finish().map_err(Failure::internal)
 }
 
-/// The ELF interpreter `file` names in its first `PT_INTERP`, as binfmt_elf reads it, into
-/// `name` (NUL-terminated); `Ok(None)` for programs without one.
-pub(crate) fn interpreter<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Option<&'n CStr>, Failure> {
+/// What exec makes of a file.
+pub(crate) struct Exec<'n> {
+    /// The ELF interpreter it names in its first `PT_INTERP`, as binfmt_elf reads it.
+    pub(crate) interpreter: Option<&'n CStr>,
+    /// Whether it is a dynamic loader (see [`ExecInfo`]).
+    pub(crate) loader: bool,
+}
+
+/// Reads what exec makes of `file`; the interpreter's name goes into `name` (NUL-terminated).
+pub(crate) fn exec_info<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
     let mut reader = KernelReader::new(file);
     let len = reader.len;
-    let malformed = |e: core_format::Error, reader: &KernelReader<'_>| Failure::from_core(e, reader);
-    let header = FileHeader::read(&mut reader, len).map_err(|e| malformed(e, &reader))?;
-    let sections = if header.e_phnum == PN_XNUM {
-        SectionTable::read(&header, &mut reader, len).map_err(|e| malformed(e, &reader))?
-    } else {
-        None
-    };
-    let table = ProgramTable::new(&header, sections.as_ref(), len).map_err(|e| malformed(e, &reader))?;
-    for index in 0..table.count {
-        let segment = table.entry(&mut reader, index).map_err(|e| malformed(e, &reader))?;
-        if segment.p_type != PT_INTERP {
-            continue;
-        }
-        let range = segment.file_range();
-        if range.len < 2 || range.len > MAX_INTERP_LEN || !range.within(len) {
-            return Err(Failure::new(Reason::Malformed));
-        }
-        *name = KVec::from_elem(0u8, range.len as usize, GFP_KERNEL).map_err(|_| Failure::internal(code::ENOMEM))?;
-        reader.read_exact_at(range.offset, name).map_err(|IoError| Failure::io(reader.error.unwrap_or(code::EIO)))?;
-        // binfmt_elf requires the last byte to be NUL and uses the string up to the first one.
-        if name.last() != Some(&0) {
-            return Err(Failure::new(Reason::Malformed));
-        }
-        let first_nul = name.iter().position(|b| *b == 0).unwrap_or(0);
-        let with_nul = name.get(..=first_nul).ok_or(Failure::new(Reason::Malformed))?;
-        return CStr::from_bytes_with_nul(with_nul).map(Some).map_err(|_| Failure::new(Reason::Malformed));
+    let info = ExecInfo::read(&mut reader, len).map_err(|e| Failure::from_core(e, &reader))?;
+    let Some(range) = info.interpreter else { return Ok(Exec { interpreter: None, loader: info.loader }) };
+    *name = KVec::from_elem(0u8, range.len as usize, GFP_KERNEL).map_err(|_| Failure::internal(code::ENOMEM))?;
+    reader.read_exact_at(range.offset, name).map_err(|IoError| Failure::io(reader.error.unwrap_or(code::EIO)))?;
+    // binfmt_elf requires the last byte to be NUL and uses the string up to the first one.
+    if name.last() != Some(&0) {
+        return Err(Failure::new(Reason::Malformed));
     }
-    Ok(None)
+    let first_nul = name.iter().position(|b| *b == 0).unwrap_or(0);
+    let with_nul = name.get(..=first_nul).ok_or(Failure::new(Reason::Malformed))?;
+    let interpreter = CStr::from_bytes_with_nul(with_nul).map_err(|_| Failure::new(Reason::Malformed))?;
+    Ok(Exec { interpreter: Some(interpreter), loader: info.loader })
 }

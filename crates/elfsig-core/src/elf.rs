@@ -4,11 +4,13 @@
 //! 32- and 64-bit files of either byte order are handled by the same types: fields are widened to
 //! `u64` on reading and checked to fit on writing.
 
+mod exec;
 mod file;
 mod header;
 mod section;
 mod segment;
 
+pub use exec::{ExecInfo, DT_NULL, DT_SONAME, ET_DYN, MAX_DYNAMIC_ENTRIES, MAX_INTERP_LEN, PT_DYNAMIC, PT_INTERP};
 pub use file::ElfFile;
 pub use header::{Class, FileHeader, SectionFields};
 pub use section::{SectionHeader, SectionTable};

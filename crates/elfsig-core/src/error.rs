@@ -69,6 +69,9 @@ pub enum ElfError {
     },
     /// An offset or count does not fit the file's class (ELF32 offsets are 32-bit).
     TooLarge,
+    /// The `PT_INTERP` segment is shorter than 2 bytes, longer than `PATH_MAX`, or extends past
+    /// the end of the file.
+    BadInterpreter,
 }
 
 /// Why a signature section cannot be parsed.
@@ -182,6 +185,9 @@ impl fmt::Display for ElfError {
                 write!(f, "section {index} overlaps the ELF header or section header table")
             }
             ElfError::TooLarge => f.write_str("an offset or count does not fit the ELF class"),
+            ElfError::BadInterpreter => {
+                f.write_str("the interpreter's path (PT_INTERP) is empty, too long or past the end")
+            }
         }
     }
 }

@@ -20,9 +20,10 @@ const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 const WORK: &str = "/tmp/work";
 
 /// Signed programs that print a fixed line, and what they print.
-fn signed_programs() -> Vec<(&'static str, Vec<u8>)> {
-    let mut programs = vec![("/t/signed/hello", HELLO.to_vec())];
-    for (path, out) in [("/t/signed/cstatic", "/t/expected/cstatic"), ("/t/signed/cdynamic", "/t/expected/cdynamic")] {
+fn signed_programs() -> Vec<(String, Vec<u8>)> {
+    let mut programs = vec![("/t/signed/hello".to_owned(), HELLO.to_vec())];
+    for name in ["cstatic", "cstaticpie", "cdynamic"] {
+        let (path, out) = (format!("/t/signed/{name}"), format!("/t/expected/{name}"));
         if let Ok(expected) = std::fs::read(out) {
             programs.push((path, expected));
         }
@@ -82,6 +83,7 @@ pub(crate) fn run_all() -> bool {
     tamper_cases(&mut suite);
     change_cases(&mut suite);
     interpreter_cases(&mut suite);
+    loader_cases(&mut suite);
     policy_cases(&mut suite);
     lifecycle_cases(&mut suite);
     suite.finish()
@@ -90,7 +92,7 @@ pub(crate) fn run_all() -> bool {
 fn exec_cases(suite: &mut Suite, baseline: &[Vec<u8>]) {
     suite.case("signed_programs_run", || {
         for (path, expected) in signed_programs() {
-            runs(path, &[], Some(&expected))?;
+            runs(&path, &[], Some(&expected))?;
         }
         Ok(())
     });
@@ -254,6 +256,41 @@ fn interpreter_cases(suite: &mut Suite) {
     suite.case("static_programs_unaffected_by_ld_so", || runs("/t/signed/hello", &[], Some(HELLO)));
 }
 
+/// Running the dynamic loader directly: it maps the program itself, so the program is never
+/// exec'd and never checked. That is allowed by default and refused with `loader` = `deny`.
+fn loader_cases(suite: &mut Suite) {
+    suite.case("loader_run_directly_runs_unsigned_programs_by_default", || {
+        ensure(control_value("loader")? == "allow", || "the loader policy is not allow by default".into())?;
+        runs(LD_SO, &["/t/unsigned/ls", "-d", "/t"], Some(b"/t\n"))
+    });
+    suite.case("deny_loader_refuses_running_the_loader_directly", || {
+        write_control("loader", "deny").context("set loader deny")?;
+        let before = stats()?;
+        let result = (|| {
+            refused(LD_SO)?; // cached: ld.so was verified as the interpreter of earlier programs
+            write_control("flush", "1").context("flush")?;
+            refused(LD_SO)?; // verified afresh
+            // Programs still load through it, and static PIE programs are not loaders.
+            runs("/t/signed/ls", &["-d", "/t"], Some(b"/t\n"))?;
+            runs("/t/signed/cstaticpie", &[], None)?;
+            runs("/t/signed/hello", &[], Some(HELLO))
+        })();
+        let after = stats()?;
+        let reading = control_value("loader");
+        write_control("loader", "allow").context("set loader allow")?;
+        result?;
+        ensure(reading? == "deny", || "the loader file does not say deny".into())?;
+        counters_grew(&before, &after, &[("loader_exec", 2), ("denied", 2)])?;
+        runs(LD_SO, &["/t/signed/true"], None)?;
+        ensure(write_control("loader", "sometimes").is_err(), || "a bad loader policy was accepted".into())
+    });
+}
+
+/// A control file's contents, without the newline.
+fn control_value(name: &str) -> Result<String, String> {
+    Ok(std::fs::read_to_string(control(name)).context(&format!("read {name}"))?.trim_end().to_owned())
+}
+
 fn policy_cases(suite: &mut Suite) {
     suite.case("revoked_binary_refused_cached_or_not", || {
         runs("/t/signed/revokeme", &[], Some(HELLO))?;
@@ -358,6 +395,16 @@ fn lifecycle_cases(suite: &mut Suite) {
         ensure(load("mode=sideways").is_err(), || "a bad mode parameter was accepted".into())?;
         load("")
     });
+    suite.case("deny_loader_by_parameter", || {
+        system::unload_module("elfsig").context("unload")?;
+        load("deny_loader=1")?;
+        let policy = control_value("loader");
+        let result = refused(LD_SO);
+        system::unload_module("elfsig").context("unload")?;
+        load("")?;
+        ensure(policy? == "deny", || "deny_loader=1 did not set the policy".into())?;
+        result
+    });
     suite.case("unload_and_reload_while_execs_are_in_flight", || {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let workers: Vec<_> = (0..4)
@@ -407,6 +454,7 @@ fn lifecycle_cases(suite: &mut Suite) {
         refused("/t/unsigned/hello")
     });
     suite.case("lock_holds_until_reboot", || {
+        write_control("loader", "deny").context("set loader deny")?;
         write_control("lock", "1").context("lock")?;
         ensure(std::fs::read_to_string(control("lock")).context("read lock")? == "1\n", || "not locked".into())?;
         let permissive = write_control("mode", "permissive");
@@ -419,6 +467,11 @@ fn lifecycle_cases(suite: &mut Suite) {
             format!("unloading while locked gave {unload:?}")
         })?;
         ensure(std::path::Path::new(&control("mode")).exists(), || "the module went away".into())?;
+        let allow = write_control("loader", "allow");
+        ensure(allow.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
+            format!("allowing the loader while locked gave {allow:?}")
+        })?;
+        refused(LD_SO)?;
         refused("/t/unsigned/hello")?;
         runs("/t/signed/hello", &[], Some(HELLO))
     });

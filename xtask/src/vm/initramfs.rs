@@ -58,7 +58,8 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
         Staged { guest_path: "/t/unsigned/ls".into(), bytes: read(&system("ls")?)?, key: None },
     ];
     let mut cpio = Cpio::new();
-    for (built, name) in [(Built::CStatic, "cstatic"), (Built::CDynamic, "cdynamic")] {
+    for (built, name) in [(Built::CStatic, "cstatic"), (Built::CStaticPie, "cstaticpie"), (Built::CDynamic, "cdynamic")]
+    {
         let path = elfsig_fixtures::build(built)?;
         staged.push(Staged { guest_path: format!("/t/signed/{name}"), bytes: read(&path)?, key: Some(&keys.kernel) });
         if let Some(expected) = elfsig_fixtures::expected_output(built) {
@@ -149,10 +150,7 @@ fn sign_description(description: &str, key: &KeyPair) -> Result<Vec<u8>> {
 /// The shared libraries `program` loads, as the paths `ldd` prints (also their paths in the
 /// guest).
 pub fn shared_libraries(program: &Path) -> Result<Vec<String>> {
-    let output = std::process::Command::new("ldd")
-        .arg(program)
-        .output()
-        .map_err(|e| format!("cannot run ldd: {e}"))?;
+    let output = std::process::Command::new("ldd").arg(program).output().map_err(|e| format!("cannot run ldd: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
     // A static program has no libraries; ldd says so and exits with 1.
     if String::from_utf8_lossy(&output.stderr).contains("not a dynamic executable")
