@@ -1,7 +1,8 @@
-//! `cargo xtask fuzz`: cargo-fuzz on elfsig-core's targets, with a seed corpus made here from the
-//! synthetic fixtures and real binaries of several architectures, each also signed.
+//! `cargo xtask fuzz`: cargo-fuzz on elfsig-core's targets and the CLI's round trip, with a seed
+//! corpus made here from the synthetic fixtures and real binaries of several architectures, each
+//! also signed.
 //!
-//! A crash leaves its input in `crates/elfsig-core/fuzz/artifacts/`; copy it into
+//! A crash leaves its input in the crate's `fuzz/artifacts/`; copy it into
 //! `crates/elfsig-core/tests/regressions/` and the test suite replays it from then on.
 
 use std::fs;
@@ -11,8 +12,9 @@ use crate::cmd::Cmd;
 use crate::deps::{self, FUZZ_TOOLS};
 use crate::{Result, parse_options, paths};
 
-/// The fuzz targets.
-pub const TARGETS: &[&str] = &["parse", "payload"];
+/// The fuzz targets, and the crate whose `fuzz/` holds each.
+pub const TARGETS: &[(&str, &str)] =
+    &[("parse", "crates/elfsig-core"), ("payload", "crates/elfsig-core"), ("roundtrip", "crates/elfsig-cli")];
 
 /// Largest seed and input: enough for small real programs, small enough to fuzz quickly.
 const MAX_LEN: u64 = 256 * 1024;
@@ -24,9 +26,14 @@ pub fn run(args: &[String]) -> Result {
         Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
         None => 60,
     };
-    let targets: Vec<&str> = match options.value("--target") {
-        Some(t) if TARGETS.contains(&t) => vec![t],
-        Some(t) => return Err(format!("unknown target {t:?}; targets: {}", TARGETS.join(", "))),
+    let targets: Vec<(&str, &str)> = match options.value("--target") {
+        Some(t) => match TARGETS.iter().find(|(name, _)| *name == t) {
+            Some(target) => vec![*target],
+            None => {
+                let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
+                return Err(format!("unknown target {t:?}; targets: {}", names.join(", ")));
+            }
+        },
         None => TARGETS.to_vec(),
     };
     fuzz(&targets, seconds)
@@ -38,12 +45,12 @@ pub fn smoke() -> Result {
     fuzz(TARGETS, 15)
 }
 
-fn fuzz(targets: &[&str], seconds: u64) -> Result {
+fn fuzz(targets: &[(&str, &str)], seconds: u64) -> Result {
     deps::ensure(FUZZ_TOOLS)?;
     let corpus = write_corpus()?;
-    let core = paths::root().join("crates/elfsig-core");
-    for target in targets {
+    for (target, krate) in targets {
         let dir = corpus.join(target);
+        let krate = paths::root().join(krate);
         Cmd::new("cargo")
             .args(["+nightly", "fuzz", "run", target])
             .arg(&dir)
@@ -51,12 +58,12 @@ fn fuzz(targets: &[&str], seconds: u64) -> Result {
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-max_len={MAX_LEN}"))
             .arg("-print_final_stats=1")
-            .dir(&core)
+            .dir(&krate)
             .run()
             .map_err(|e| {
                 format!(
-                    "{e}\nthe crashing input is in {}; add it to tests/regressions",
-                    core.join("fuzz/artifacts").display()
+                    "{e}\nthe crashing input is in {}; add it to crates/elfsig-core/tests/regressions",
+                    krate.join("fuzz/artifacts").display()
                 )
             })?;
     }
@@ -68,7 +75,8 @@ fn write_corpus() -> Result<PathBuf> {
     let root = paths::target().join("fuzz-corpus");
     let parse = root.join("parse");
     let payload = root.join("payload");
-    for dir in [&parse, &payload] {
+    let roundtrip = root.join("roundtrip");
+    for dir in [&parse, &payload, &roundtrip] {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let mut seeds: Vec<(String, Vec<u8>)> = elfsig_fixtures::synth_matrix();
@@ -85,6 +93,7 @@ fn write_corpus() -> Result<PathBuf> {
     let signed = sign_copies(&seeds)?;
     for (name, bytes) in seeds.iter().chain(&signed) {
         write(&parse.join(name), bytes)?;
+        write(&roundtrip.join(name), bytes)?;
     }
     for (name, bytes) in &signed {
         if let Some(payload_bytes) = last_section(bytes) {
