@@ -10,7 +10,9 @@
 #include <linux/binfmts.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/debugfs.h>
 #include <linux/err.h>
+#include <linux/fault-inject.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/iversion.h>
@@ -74,10 +76,44 @@ u64 elfsig_shim_file_size(struct file *file)
 	return i_size_read(file_inode(file));
 }
 
+/*
+ * Debug kernels (CONFIG_FAULT_INJECTION_DEBUG_FS) get /sys/kernel/debug/fail_elfsig_read, which
+ * makes the module's reads of the file it verifies fail with -EIO, so that the stress tests can
+ * check that a failed read refuses the exec and leaks nothing.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+static DECLARE_FAULT_ATTR(elfsig_fail_read);
+static struct dentry *elfsig_fail_read_dir;
+
+static void elfsig_fault_create(void)
+{
+	elfsig_fail_read_dir = fault_create_debugfs_attr("fail_elfsig_read", NULL, &elfsig_fail_read);
+	if (IS_ERR(elfsig_fail_read_dir))
+		elfsig_fail_read_dir = NULL;
+}
+
+static void elfsig_fault_remove(void)
+{
+	debugfs_remove_recursive(elfsig_fail_read_dir);
+	elfsig_fail_read_dir = NULL;
+}
+
+static bool elfsig_read_should_fail(size_t len)
+{
+	return should_fail(&elfsig_fail_read, len);
+}
+#else
+static void elfsig_fault_create(void) {}
+static void elfsig_fault_remove(void) {}
+static bool elfsig_read_should_fail(size_t len) { return false; }
+#endif
+
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
 {
 	loff_t off = pos;
 
+	if (elfsig_read_should_fail(len))
+		return -EIO;
 	return kernel_read(file, buf, len, &off);
 }
 
@@ -393,6 +429,7 @@ int elfsig_shim_init(void)
 	err = elfsig_fs_create();
 	if (err)
 		goto put_keyring;
+	elfsig_fault_create();
 	return 0;
 
 put_keyring:
@@ -423,6 +460,7 @@ void elfsig_shim_unregister(void)
 /* Undoes elfsig_shim_init(): also on an init failure, before anything was registered. */
 void elfsig_shim_exit(void)
 {
+	elfsig_fault_remove();
 	elfsig_fs_remove();
 	key_put(elfsig_keyring);
 	elfsig_keyring = NULL;

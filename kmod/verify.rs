@@ -149,7 +149,7 @@ impl ReadAt for KernelReader<'_> {
             self.window_start = offset;
             self.window_len = len;
         }
-        let start = (offset - self.window_start) as usize;
+        let start = usize::try_from(offset.checked_sub(self.window_start).ok_or(IoError)?).map_err(|_| IoError)?;
         let src = self.window.get(start..start.saturating_add(buf.len())).ok_or(IoError)?;
         for (d, s) in buf.iter_mut().zip(src) {
             *d = *s;
