@@ -61,7 +61,7 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
 
     let elfsig = tools::build_cli()?;
     let keys = keys::test_keys(&elfsig)?;
-    let (kernel, ko) = kmod::for_tests(&keys)?;
+    let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
     let program = tools::build_static("elfsig-bench")?;
     let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
     // Emulated guests do not run exec-heavy work faster with more CPUs, but two one-CPU

@@ -1,5 +1,6 @@
-//! The test kernel: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config`, with
-//! the test kernel key's certificate built in. Built once into the cache outside the repository,
+//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config` (and,
+//! for the debug kernel, `kmod/kernel-debug.config`), with the test kernel key's certificate
+//! built in. Built once into the cache outside the repository,
 //! in a directory named after everything that goes into it (source version, configuration,
 //! certificate, toolchain), so a repeat run reuses it and any change builds afresh.
 
@@ -43,12 +44,38 @@ pub struct Kernel {
     pub bzimage: PathBuf,
 }
 
-/// The test kernel with `builtin_cert` (PEM) in its trusted keyring, built if not cached.
-pub fn test_kernel(builtin_cert: &Path) -> Result<Kernel> {
+/// Which test kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// No debug options: the tests and the bench.
+    Release,
+    /// KASAN, kmemleak, lockdep, fault injection: `cargo xtask stress`.
+    Debug,
+}
+
+impl Flavor {
+    /// The configuration fragments merged over `tinyconfig`, in order.
+    fn fragments(self) -> &'static [&'static str] {
+        match self {
+            Flavor::Release => &["kmod/kernel.config"],
+            Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-debug.config"],
+        }
+    }
+}
+
+/// The test kernel of `flavor` with `builtin_cert` (PEM) in its trusted keyring, built if not
+/// cached.
+pub fn test_kernel(flavor: Flavor, builtin_cert: &Path) -> Result<Kernel> {
     deps::ensure(KERNEL_TOOLS)?;
-    let fragment_path = paths::root().join("kmod/kernel.config");
-    let fragment =
-        fs::read_to_string(&fragment_path).map_err(|e| format!("cannot read {}: {e}", fragment_path.display()))?;
+    let fragments: Vec<String> = flavor
+        .fragments()
+        .iter()
+        .map(|name| {
+            let path = paths::root().join(name);
+            fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        })
+        .collect::<Result<_>>()?;
+    let fragment = fragments.join("\n");
     let cert = fs::read(builtin_cert).map_err(|e| format!("cannot read {}: {e}", builtin_cert.display()))?;
     let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
     let mut key = Fnv::new();

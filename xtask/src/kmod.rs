@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cmd::Cmd;
-use crate::kernel::{self, Kernel};
+use crate::kernel::{self, Flavor, Kernel};
 use crate::{Result, keys, parse_options, paths, tools};
 
 /// Runs the task.
@@ -26,7 +26,7 @@ pub fn run(args: &[String]) -> Result {
         None => {
             let elfsig = tools::build_cli()?;
             let keys = keys::test_keys(&elfsig)?;
-            kernel::test_kernel(&keys.kernel.cert)?.tree
+            kernel::test_kernel(Flavor::Release, &keys.kernel.cert)?.tree
         }
     };
     let ko = build(&tree, &certs)?;
@@ -88,9 +88,9 @@ fn check_no_panics(ko: &Path) -> Result {
     }
 }
 
-/// The test kernel and the module built for the tests (embedding the module test key).
-pub fn for_tests(keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
-    let kernel = kernel::test_kernel(&keys.kernel.cert)?;
+/// The test kernel of `flavor` and the module built for it (embedding the module test key).
+pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
+    let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
     let ko = build(&kernel.tree, &der_certificates(std::slice::from_ref(&keys.module.cert))?)?;
     Ok((kernel, ko))
 }

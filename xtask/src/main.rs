@@ -16,6 +16,7 @@ mod keys;
 mod kmod;
 mod nopanic;
 mod paths;
+mod stress;
 mod test;
 mod tools;
 mod vm;
@@ -27,12 +28,16 @@ usage: cargo xtask <task> [options]
 
 tasks:
   test [--vm-only]      formatting, lints, the panic-freedom check, every test, a fuzz smoke run,
-                        and the kernel module's end-to-end tests in a VM (--vm-only: just those)
+                        the kernel module's end-to-end tests in a VM (--vm-only: just those),
+                        the quick stress run and the quick bench as smoke tests
   build-kmod [--kdir DIR] [--cert CERT]...
                         the kernel module, against the cached test kernel or a prepared tree
-  bench [--quick]       build and run the benchmarks; report in target/bench/latest
+  bench [--quick] [--suite S]...
+                        build and run the benchmarks; report in target/bench/latest
   fuzz [--seconds N] [--target T]
-                        fuzz elfsig-core (default: 60 s per target, every target)
+                        fuzz elfsig-core and the CLI round trip (default: 60 s per target)
+  stress [--quick] [--seconds N]
+                        the stress and fault-injection suite in the debug kernel (default 300 s)
   help                  this text
 ";
 
@@ -50,6 +55,7 @@ fn main() -> ExitCode {
         "build-kmod" => kmod::run(rest),
         "bench" => bench::run(rest),
         "fuzz" => fuzz::run(rest),
+        "stress" => stress::run(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

@@ -1,11 +1,8 @@
 //! `cargo xtask test`: everything that keeps main green, in the order that fails fastest.
 
 use crate::cmd::Cmd;
-use crate::deps::{self, Need, TEST_PACKAGES};
-use crate::{Result, bench, fuzz, keys, nopanic, parse_options, paths, tools, vm};
-
-/// What the VM tests need besides the kernel build tools.
-const VM_PACKAGES: &[Need] = &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static")];
+use crate::deps::{self, TEST_PACKAGES};
+use crate::{Result, bench, fuzz, keys, nopanic, parse_options, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(args: &[String]) -> Result {
@@ -24,6 +21,7 @@ pub fn run(args: &[String]) -> Result {
     Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
     fuzz::smoke()?;
     vm_suite()?;
+    stress::stress(stress::QUICK_SECONDS)?;
     // A smoke test of the bench machinery (build, boot, every suite, report); its timings
     // are not asserted on.
     bench::bench(true, &[])?;
@@ -33,7 +31,7 @@ pub fn run(args: &[String]) -> Result {
 
 /// The kernel module's end-to-end suite in a VM.
 fn vm_suite() -> Result {
-    deps::ensure(VM_PACKAGES)?;
+    deps::ensure(vm::VM_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
     vm::test_suite(&keys)
 }

@@ -6,26 +6,45 @@ pub mod initramfs;
 pub mod qemu;
 
 use crate::Result;
+use crate::deps::Need;
+use crate::kernel::Flavor;
 use crate::keys::TestKeys;
 use crate::{kmod, paths, tools};
+
+/// What the VM suites need besides the kernel build tools.
+pub const VM_PACKAGES: &[Need] = &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static")];
 
 /// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result.
 pub fn test_suite(keys: &TestKeys) -> Result {
-    let (kernel, ko) = kmod::for_tests(keys)?;
+    run_suite(Flavor::Release, keys, "test", "elfsig.suite=test", 900)
+}
+
+/// The stress suite on the debug kernel, for `seconds` of load (see
+/// crates/elfsig-guest/src/stress.rs).
+pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
+    // Boot, set-up and the final scans take a few minutes under emulation with KASAN.
+    let timeout = 600 + 3 * seconds;
+    run_suite(Flavor::Debug, keys, "stress", &format!("elfsig.suite=stress elfsig.seconds={seconds}"), timeout)
+}
+
+/// Boots the guest on the `flavor` kernel with the test initramfs and `append`, and checks its
+/// report.
+fn run_suite(flavor: Flavor, keys: &TestKeys, label: &str, append: &str, timeout_secs: u64) -> Result {
+    let (kernel, ko) = kmod::for_tests(flavor, keys)?;
     let guest = tools::build_static("elfsig-guest")?;
     let elfsig = tools::build_cli()?;
     let initramfs = initramfs::test_suite(&elfsig, &guest, &ko, keys)?;
-    let path = paths::target().join("vm/test-initramfs.cpio");
+    let path = paths::target().join(format!("vm/{label}-initramfs.cpio"));
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let run = qemu::boot(&qemu::Boot {
         kernel: &kernel.bzimage,
         initramfs: &path,
-        append: "elfsig.suite=test",
-        timeout_secs: 900,
-        memory_mb: 1024,
+        append,
+        timeout_secs,
+        memory_mb: 2048,
         cpus: 2,
-        label: "test",
+        label,
     })?;
     check_report(&run.console)
 }

@@ -1,0 +1,28 @@
+//! `cargo xtask stress [--quick] [--seconds N]`: the stress suite in the debug kernel (KASAN,
+//! kmemleak, lockdep, atomic-sleep checks, fault injection): execs checked against what each
+//! file was while files change, keys are revoked, the mode flips and the module reloads, then
+//! under injected allocation and read failures. `--quick` (30 s of load) is what
+//! `cargo xtask test` runs; the default is 300 s.
+
+use crate::{Result, keys, parse_options, tools, vm};
+
+/// Seconds of load in a `--quick` run.
+pub const QUICK_SECONDS: u64 = 30;
+
+/// Runs the task.
+pub fn run(args: &[String]) -> Result {
+    let options = parse_options(args, &["--quick"], &["--seconds"])?;
+    let seconds = match options.value("--seconds") {
+        Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
+        None if options.flag("--quick") => QUICK_SECONDS,
+        None => 300,
+    };
+    stress(seconds)
+}
+
+/// The stress suite with `seconds` of load.
+pub fn stress(seconds: u64) -> Result {
+    crate::deps::ensure(vm::VM_PACKAGES)?;
+    let keys = keys::test_keys(&tools::build_cli()?)?;
+    vm::stress_suite(&keys, seconds)
+}
