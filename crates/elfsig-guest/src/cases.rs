@@ -9,8 +9,8 @@
 
 use crate::tamper::{Map, flip};
 use elfsig_guest::harness::{
-    Context, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, read, refused, run, runs, stats,
-    wait_for_log_budget, write_control, write_exec,
+    Context, Suite, blacklist_keyring, control, copy_exec, counters_grew, ensure, grew, kernel_log, read, refused, run,
+    runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::system;
 
@@ -40,7 +40,7 @@ const COREUTILS: &[(&str, &[&str])] = &[
     ("uname", &["-s"]),
 ];
 
-fn manifest(key: &str) -> Result<String, String> {
+pub(crate) fn manifest(key: &str) -> Result<String, String> {
     let text = std::fs::read_to_string("/t/manifest").context("read manifest")?;
     text.lines()
         .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix(' ')))
@@ -297,13 +297,7 @@ fn policy_cases(suite: &mut Suite) {
         runs("/t/signed/revokeme", &[], Some(HELLO))?;
         let digest = manifest("revoke_digest")?;
         let signature = read("/t/revoke.p7")?;
-        let keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
-        let serial = keys
-            .lines()
-            .find(|l| l.ends_with(".blacklist: 0") || l.contains("keyring   .blacklist"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|s| i32::from_str_radix(s, 16).ok())
-            .ok_or("no .blacklist keyring in /proc/keys")?;
+        let serial = blacklist_keyring()?;
         system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
         let before = stats()?;
         refused("/t/signed/revokeme")?;

@@ -117,6 +117,16 @@ pub fn counters_grew(before: &Stats, after: &Stats, expected: &[(&str, u64)]) ->
     ensure(wrong.is_empty(), || wrong.join(", "))
 }
 
+/// The serial of the `.blacklist` keyring, where revocations go.
+pub fn blacklist_keyring() -> Result<i32, String> {
+    let keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
+    keys.lines()
+        .find(|l| l.ends_with(".blacklist: 0") || l.contains("keyring   .blacklist"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|s| i32::from_str_radix(s, 16).ok())
+        .ok_or_else(|| "no .blacklist keyring in /proc/keys".into())
+}
+
 /// Path of a control file.
 pub fn control(name: &str) -> String {
     format!("/sys/kernel/security/elfsig/{name}")

@@ -1,8 +1,9 @@
-//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|probe`)
+//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|stress|probe`)
 //! and reports on the serial console. The host (`cargo xtask test`) parses one
 //! `ELFSIG-TEST ok|FAIL <case>` line per case and a final `ELFSIG-DONE ok|failed`.
 
 mod cases;
+mod stress;
 mod tamper;
 
 fn main() {
@@ -13,6 +14,7 @@ fn main() {
             true
         }
         "test" => cases::run_all(),
+        "stress" => stress::run_all(),
         other => {
             println!("ELFSIG-SETUP unknown suite {other}");
             false

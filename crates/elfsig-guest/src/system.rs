@@ -91,6 +91,28 @@ pub fn wait(pid: libc::pid_t) -> io::Result<i32> {
     check(ret.into()).map(|_| status)
 }
 
+/// Runs `path` with fault injection armed for it alone: the child marks itself
+/// (`/proc/self/make-it-fail`) just before `execve`, so the fault-injection points configured with
+/// `task-filter` fail only in its exec and what follows.
+pub fn run_with_faults(path: &str) -> io::Result<std::process::Output> {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(path);
+    // SAFETY: the closure makes only async-signal-safe calls (open, write, close) on a
+    // NUL-terminated literal, as pre_exec requires.
+    unsafe {
+        command.pre_exec(|| {
+            let fd = libc::open(c"/proc/self/make-it-fail".as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let written = libc::write(fd, b"1".as_ptr().cast(), 1);
+            libc::close(fd);
+            if written == 1 { Ok(()) } else { Err(io::Error::last_os_error()) }
+        })
+    };
+    command.output()
+}
+
 /// Ends the VM. The test kernel has no ACPI, so powering off only halts; QEMU runs with
 /// `-no-reboot`, so rebooting makes it exit.
 pub fn power_off() -> ! {
