@@ -9,8 +9,8 @@
 
 use crate::tamper::{Map, flip};
 use elfsig_guest::harness::{
-    Context, Suite, blacklist_keyring, control, copy_exec, counters_grew, ensure, grew, kernel_log, read, refused, run,
-    runs, stats, wait_for_log_budget, write_control, write_exec,
+    Context, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run, runs,
+    stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::system;
 
@@ -297,7 +297,7 @@ fn policy_cases(suite: &mut Suite) {
         runs("/t/signed/revokeme", &[], Some(HELLO))?;
         let digest = manifest("revoke_digest")?;
         let signature = read("/t/revoke.p7")?;
-        let serial = blacklist_keyring()?;
+        let serial = keyring(".blacklist")?;
         system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
         let before = stats()?;
         refused("/t/signed/revokeme")?;
@@ -308,6 +308,17 @@ fn policy_cases(suite: &mut Suite) {
         refused("/t/signed/revokeme")?;
         counters_grew(&before, &stats()?, &[("revoked", 1), ("cache_misses", 1)])?;
         runs("/t/signed/hello", &[], Some(HELLO))
+    });
+    suite.case("key_added_to_the_secondary_keyring_is_trusted_until_removed", || {
+        refused("/t/added/hello")?;
+        let secondary = keyring(".secondary_trusted_keys")?;
+        let key = system::add_key("asymmetric", "", &read("/t/added.der")?, secondary).context("add the key")?;
+        let result = runs("/t/added/hello", &[], Some(HELLO));
+        system::unlink_key(key, secondary).context("remove the key")?;
+        result?;
+        // Removing a key takes effect for cached verdicts at the next flush (kmod/README.md).
+        write_control("flush", "1").context("flush")?;
+        refused("/t/added/hello")
     });
     suite.case("permissive_mode_logs_and_allows", || {
         wait_for_log_budget();

@@ -117,14 +117,19 @@ pub fn counters_grew(before: &Stats, after: &Stats, expected: &[(&str, u64)]) ->
     ensure(wrong.is_empty(), || wrong.join(", "))
 }
 
-/// The serial of the `.blacklist` keyring, where revocations go.
-pub fn blacklist_keyring() -> Result<i32, String> {
+/// The serial of the keyring called `name` (`.blacklist`, `.secondary_trusted_keys`), from
+/// `/proc/keys`.
+pub fn keyring(name: &str) -> Result<i32, String> {
     let keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
+    let described = format!("{name}:");
     keys.lines()
-        .find(|l| l.ends_with(".blacklist: 0") || l.contains("keyring   .blacklist"))
+        .find(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.windows(2).any(|w| w[0] == "keyring" && w[1] == described)
+        })
         .and_then(|l| l.split_whitespace().next())
         .and_then(|s| i32::from_str_radix(s, 16).ok())
-        .ok_or_else(|| "no .blacklist keyring in /proc/keys".into())
+        .ok_or_else(|| format!("no {name} keyring in /proc/keys"))
 }
 
 /// Path of a control file.

@@ -3,7 +3,8 @@
 //! Threads exec files while others replace them (rename over), rewrite them in place and
 //! truncate them; meanwhile the verdict cache is flushed, a digest is revoked, the mode is
 //! flipped to permissive and back, and the module is unloaded and reloaded. Then the same execs
-//! run with allocations and the module's reads failing on purpose. Every exec's outcome is
+//! run with allocations and the module's reads failing on purpose. A key is added to the
+//! secondary trusted keyring and later removed. Every exec's outcome is
 //! checked against what the file could have been at that moment:
 //!
 //! - `good*` slots only ever hold complete, correctly signed files (each replacement is a new
@@ -12,7 +13,9 @@
 //! - `mix*` slots hold good, unsigned, modified and badly signed content, replaced, rewritten
 //!   and truncated at random: while the module enforces, nothing but the good program may run;
 //! - `bad*` files never change and are never good: under injected faults too, they never run;
-//! - `revokeme` is good until its digest is revoked, then refused.
+//! - `revokeme` is good until its digest is revoked, then refused;
+//! - `newkey` is signed by a key the kernel trusts only between its addition to the secondary
+//!   keyring and its removal (followed by a cache flush).
 //!
 //! Afterwards the module must unload, the kernel log must hold no BUG, WARNING (KASAN, lockdep
 //! and atomic-sleep reports are among them) or Oops, and kmemleak must find nothing of the module's.
@@ -25,9 +28,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::tamper::{Map, flip};
-use elfsig_guest::harness::{
-    Context, Outcome, Suite, blacklist_keyring, ensure, grew, kernel_log, read, stats, write_control,
-};
+use elfsig_guest::harness::{Context, Outcome, Suite, ensure, grew, kernel_log, keyring, read, stats, write_control};
 use elfsig_guest::system;
 
 const MODULE: &str = "/elfsig.ko";
@@ -112,11 +113,17 @@ struct Shared {
     faults: AtomicBool,
     revoke_started: OnceLock<Instant>,
     revoke_done: OnceLock<Instant>,
+    key_add_started: OnceLock<Instant>,
+    key_add_done: OnceLock<Instant>,
+    key_remove_started: OnceLock<Instant>,
+    key_remove_done: OnceLock<Instant>,
     execs: AtomicU64,
     ran_good: AtomicU64,
     refused: AtomicU64,
     failed: AtomicU64,
     died: AtomicU64,
+    /// `newkey` execs that ran, and that were refused: both must happen.
+    newkey: [AtomicU64; 2],
     violations: Mutex<Vec<String>>,
 }
 
@@ -155,15 +162,17 @@ fn replace(path: &str, bytes: &[u8], tag: usize) -> std::io::Result<()> {
 
 /// One exec of a random file, checked.
 fn exec_once(shared: &Shared, rng: &mut Rng) {
-    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 2);
+    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 3);
     let (kind, path) = if pick < GOOD_SLOTS {
         ("good", slot("good", pick))
     } else if pick < GOOD_SLOTS + MIX_SLOTS {
         ("mix", slot("mix", pick - GOOD_SLOTS))
     } else if pick == GOOD_SLOTS + MIX_SLOTS {
         ("bad", slot("bad", rng.below(3)))
-    } else {
+    } else if pick == GOOD_SLOTS + MIX_SLOTS + 1 {
         ("revokeme", format!("{DIR}/revokeme"))
+    } else {
+        ("newkey", format!("{DIR}/newkey"))
     };
     let faults = shared.faults.load(Ordering::SeqCst);
     let before = shared.unenforced.load(Ordering::SeqCst);
@@ -179,12 +188,25 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
         Exec::Died(_) => shared.died.fetch_add(1, Ordering::Relaxed),
         _ => shared.failed.fetch_add(1, Ordering::Relaxed),
     };
+    if kind == "newkey" && !faults {
+        match what {
+            Exec::RanGood => shared.newkey[0].fetch_add(1, Ordering::Relaxed),
+            Exec::Refused => shared.newkey[1].fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+    }
     if !enforced {
         return;
     }
     // Revoked before this exec started; or not yet being revoked when it ended.
     let revoked = shared.revoke_done.get().is_some_and(|done| started > *done);
     let not_revoked = shared.revoke_started.get().is_none_or(|s| *s > Instant::now());
+    // The key was trusted for the whole exec, or not at all.
+    let ended = Instant::now();
+    let done_before_start = |at: &OnceLock<Instant>| at.get().is_some_and(|t| started > *t);
+    let not_begun_by_end = |at: &OnceLock<Instant>| at.get().is_none_or(|t| *t > ended);
+    let key_trusted = done_before_start(&shared.key_add_done) && not_begun_by_end(&shared.key_remove_started);
+    let key_untrusted = not_begun_by_end(&shared.key_add_started) || done_before_start(&shared.key_remove_done);
     // Without faults, good content always runs; an exec may only fail with ETXTBSY, when a
     // child forked by another thread holds a replacement file open for writing until it execs.
     let ran_or_busy = |o: &Exec| matches!(o, Exec::RanGood) || matches!(o, Exec::Failed(e) if *e == libc::ETXTBSY);
@@ -197,6 +219,8 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
         ("revokeme", Exec::RanGood | Exec::RanBad(_)) => revoked,
         ("good", o) if !faults => !ran_or_busy(o),
         ("revokeme", o) if !faults && not_revoked => !ran_or_busy(o),
+        ("newkey", Exec::RanGood | Exec::RanBad(_)) => key_untrusted,
+        ("newkey", o) if !faults && key_trusted => !ran_or_busy(o),
         _ => false,
     };
     if wrong {
@@ -233,6 +257,7 @@ fn set_up(contents: &Contents) -> Outcome {
         replace(&slot("bad", i), bytes, 0).context("write a bad file")?;
     }
     replace(&format!("{DIR}/revokeme"), &read("/t/signed/revokeme")?, 0).context("write revokeme")?;
+    replace(&format!("{DIR}/newkey"), &read("/t/added/hello")?, 0).context("write newkey")?;
     if !std::path::Path::new("/sys/kernel/debug/kmemleak").exists() {
         system::mount("debugfs", "/sys/kernel/debug").context("mount debugfs")?;
     }
@@ -258,15 +283,29 @@ fn unload() -> Outcome {
 fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     let start = Instant::now();
     let mut round = 0u32;
+    let secondary = keyring(".secondary_trusted_keys")?;
+    let mut added = None;
     while start.elapsed() < phase {
         std::thread::sleep(phase / 12);
         round += 1;
         write_control("flush", "1").context("flush")?;
+        if round == 3 {
+            let cert = read("/t/added.der")?;
+            let _ = shared.key_add_started.set(Instant::now());
+            added = Some(system::add_key("asymmetric", "", &cert, secondary).context("add a key")?);
+            let _ = shared.key_add_done.set(Instant::now());
+        }
+        if let (9, Some(key)) = (round, added) {
+            let _ = shared.key_remove_started.set(Instant::now());
+            system::unlink_key(key, secondary).context("remove the key")?;
+            write_control("flush", "1").context("flush")?;
+            let _ = shared.key_remove_done.set(Instant::now());
+        }
         if round == 6 {
             let digest = crate::cases::manifest("revoke_digest")?;
             let signature = read("/t/revoke.p7")?;
             let _ = shared.revoke_started.set(Instant::now());
-            system::add_key("blacklist", &format!("bin:{digest}"), &signature, blacklist_keyring()?)
+            system::add_key("blacklist", &format!("bin:{digest}"), &signature, keyring(".blacklist")?)
                 .context("revoke")?;
             let _ = shared.revoke_done.set(Instant::now());
         }
@@ -373,11 +412,16 @@ pub(crate) fn run_all() -> bool {
         faults: AtomicBool::new(false),
         revoke_started: OnceLock::new(),
         revoke_done: OnceLock::new(),
+        key_add_started: OnceLock::new(),
+        key_add_done: OnceLock::new(),
+        key_remove_started: OnceLock::new(),
+        key_remove_done: OnceLock::new(),
         execs: AtomicU64::new(0),
         ran_good: AtomicU64::new(0),
         refused: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         died: AtomicU64::new(0),
+        newkey: [AtomicU64::new(0), AtomicU64::new(0)],
         violations: Mutex::new(Vec::new()),
     };
     suite.case("stress_setup", || set_up(&contents));
@@ -395,6 +439,11 @@ pub(crate) fn run_all() -> bool {
             shared.failed.load(Ordering::Relaxed)
         );
         ensure(shared.revoke_done.get().is_some(), || "the revocation never happened".into())?;
+        ensure(shared.key_remove_done.get().is_some(), || "the key was never added and removed".into())?;
+        let [ran, refused] = [0, 1].map(|i| shared.newkey[i].load(Ordering::Relaxed));
+        ensure(ran > 0 && refused > 0, || {
+            format!("the added key's file ran {ran} times and was refused {refused} times")
+        })?;
         ensure(shared.ran_good.load(Ordering::Relaxed) > 0 && shared.refused.load(Ordering::Relaxed) > 0, || {
             "the execs did not both run and get refused".into()
         })

@@ -59,6 +59,14 @@ pub fn add_key(key_type: &str, description: &str, payload: &[u8], keyring: i32) 
     check(ret).map(|serial| serial as i32)
 }
 
+/// Unlinks `key` from `keyring` (`keyctl unlink`).
+pub fn unlink_key(key: i32, keyring: i32) -> io::Result<()> {
+    const KEYCTL_UNLINK: libc::c_long = 9;
+    // SAFETY: keyctl with two integer arguments.
+    let ret = unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_UNLINK, key, keyring) };
+    check(ret).map(|_| ())
+}
+
 /// Sets the extended attribute `name` of `path` to `value`.
 pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
     let (path, name) = (cstring(&path.to_string_lossy())?, cstring(name)?);

@@ -53,6 +53,7 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
         Staged { guest_path: LD_SO.into(), bytes: ld_so, key: Some(&keys.kernel) },
         Staged { guest_path: "/t/module/hello".into(), bytes: hello.clone(), key: Some(&keys.module) },
         Staged { guest_path: "/t/other/hello".into(), bytes: hello.clone(), key: Some(&keys.other) },
+        Staged { guest_path: "/t/added/hello".into(), bytes: hello.clone(), key: Some(&keys.added) },
         Staged { guest_path: "/t/unsigned/hello".into(), bytes: hello, key: None },
         Staged { guest_path: "/t/unsigned/busybox".into(), bytes: busybox, key: None },
         Staged { guest_path: "/t/unsigned/ls".into(), bytes: read(&system("ls")?)?, key: None },
@@ -95,6 +96,7 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
     // kernel key, as CONFIG_SYSTEM_BLACKLIST_AUTH_UPDATE requires.
     let revokeme = staged.iter().zip(&signed).find(|(s, _)| s.guest_path == "/t/signed/revokeme").map(|(_, b)| b);
     let digest = digest_of(elfsig, revokeme.ok_or("revokeme was not staged")?)?;
+    cpio.file("/t/added.der", 0o644, &read(&keys.added.cert)?);
     cpio.file("/t/manifest", 0o644, format!("revoke_digest {digest}\n").as_bytes());
     cpio.file("/t/revoke.p7", 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     Ok(cpio.finish())
