@@ -24,6 +24,8 @@ pub fn run(args: &[String]) -> Result {
             tree
         }
         None => {
+            // The test keys need openssl, which the kernel tools bring.
+            deps_for_modules()?;
             let elfsig = tools::build_cli()?;
             let keys = keys::test_keys(&elfsig)?;
             kernel::test_kernel(Flavor::Release, &keys.kernel.cert)?.tree
