@@ -6,8 +6,9 @@
 //! Entries are keyed by the file's identity (device, inode number, generation) and hold its
 //! change stamp (change and modification times, size, `i_version`), the digest it verified with
 //! (so revocation still applies), whether it names an ELF interpreter (so that a cached static
-//! program needs no reading at all), whether it is a dynamic loader, and the epoch it was made in. A lookup hits only when the
-//! identity, the whole stamp and the epoch match; flushing is bumping the epoch.
+//! program needs no reading at all), whether it is a dynamic loader, and the epoch it was made
+//! in. A lookup hits only when the identity, the whole stamp and the epoch match; flushing is
+//! bumping the epoch.
 //!
 //! The cache has a fixed size, allocated with the module: 4-way set-associative, replacing
 //! round-robin within a set. Lookups take no lock: each slot is a sequence lock made of
@@ -48,6 +49,17 @@ pub(crate) struct Entry {
     pub(crate) has_interpreter: bool,
     /// Whether it is a dynamic loader (a shared object without an interpreter).
     pub(crate) loader: bool,
+}
+
+impl Entry {
+    /// The entry for a file that verified.
+    pub(crate) fn of(verified: &crate::verify::Verified<'_>) -> Self {
+        Entry {
+            digest: verified.digest,
+            has_interpreter: verified.exec.interpreter.is_some(),
+            loader: verified.exec.loader,
+        }
+    }
 }
 
 const HAS_INTERPRETER: u64 = 1;

@@ -165,14 +165,12 @@ fn check_program(file: FileRef<'_>) -> Result<(), Failure> {
         }
         None => {
             Stats::add(&stats.cache_misses, 1);
-            let digest = timed_verify(file)?;
-            let exec = verify::exec_info(file, &mut name)?;
+            let verified = timed_verify(file, &mut name)?;
             if id.cacheable {
-                let entry = Entry { digest, has_interpreter: exec.interpreter.is_some(), loader: exec.loader };
-                STATE.cache.insert(&id, epoch, &entry);
+                STATE.cache.insert(&id, epoch, &Entry::of(&verified));
             }
-            loader_allowed(exec.loader)?;
-            exec.interpreter
+            loader_allowed(verified.exec.loader)?;
+            verified.exec.interpreter
         }
     };
     match interpreter {
@@ -194,13 +192,12 @@ fn check_interpreter(path: &CStr) -> Result<(), Failure> {
     Stats::add(&stats.cache_misses, 1);
     let interpreter = ExecFile::open(path).map_err(Failure::io)?;
     let id = interpreter.file().id();
-    let digest = timed_verify(interpreter.file())?;
+    // Its own interpreter does not matter here (binfmt_elf does not follow a second one), but
+    // the entry serves the interpreter run directly too.
+    let mut name = KVec::new();
+    let verified = timed_verify(interpreter.file(), &mut name)?;
     if id.cacheable {
-        // Its own interpreter does not matter (binfmt_elf does not follow a second one), but
-        // whether it is a loader does, for when it is run directly.
-        let mut name = KVec::new();
-        let exec = verify::exec_info(interpreter.file(), &mut name)?;
-        STATE.cache.insert(&id, epoch, &Entry { digest, has_interpreter: false, loader: exec.loader });
+        STATE.cache.insert(&id, epoch, &Entry::of(&verified));
     }
     Ok(())
 }
@@ -216,9 +213,9 @@ fn not_revoked(entry: &Entry) -> Result<(), Failure> {
 }
 
 /// Verifies `file`, counting the time it takes.
-fn timed_verify(file: FileRef<'_>) -> Result<[u8; 32], Failure> {
+fn timed_verify<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<verify::Verified<'n>, Failure> {
     let start = ffi::now_ns();
-    let result = verify::verify_file(file);
+    let result = verify::verify_file(file, name);
     Stats::add(&STATE.stats.verify_ns, ffi::now_ns().saturating_sub(start));
     result
 }

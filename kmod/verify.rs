@@ -158,8 +158,17 @@ impl ReadAt for KernelReader<'_> {
     }
 }
 
-/// Verifies `file`; returns the digest it was signed with.
-pub(crate) fn verify_file(file: FileRef<'_>) -> Result<[u8; 32], Failure> {
+/// A file that verified.
+pub(crate) struct Verified<'n> {
+    /// The digest it was signed with.
+    pub(crate) digest: [u8; 32],
+    /// What exec makes of it, read from the verified content.
+    pub(crate) exec: Exec<'n>,
+}
+
+/// Verifies `file`; returns its digest and what exec makes of it (the interpreter's name goes
+/// into `name`), read through the same reader so the headers are not read twice.
+pub(crate) fn verify_file<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Verified<'n>, Failure> {
     let stats = &STATE.stats;
     let mut reader = KernelReader::new(file);
     let len = reader.len;
@@ -201,7 +210,7 @@ pub(crate) fn verify_file(file: FileRef<'_>) -> Result<[u8; 32], Failure> {
     if ffi::is_revoked(&digest) {
         return Err(Failure::new(Reason::Revoked));
     }
-    Ok(digest)
+    Ok(Verified { digest, exec: read_exec(&mut reader, name)? })
 }
 
 /// SHA-256 of `ranges` of the file, read in chunks of at most [`CHUNK`] bytes.
@@ -232,9 +241,12 @@ pub(crate) struct Exec<'n> {
 
 /// Reads what exec makes of `file`; the interpreter's name goes into `name` (NUL-terminated).
 pub(crate) fn exec_info<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
-    let mut reader = KernelReader::new(file);
+    read_exec(&mut KernelReader::new(file), name)
+}
+
+fn read_exec<'n>(reader: &mut KernelReader<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
     let len = reader.len;
-    let info = ExecInfo::read(&mut reader, len).map_err(|e| Failure::from_core(e, &reader))?;
+    let info = ExecInfo::read(reader, len).map_err(|e| Failure::from_core(e, reader))?;
     let Some(range) = info.interpreter else { return Ok(Exec { interpreter: None, loader: info.loader }) };
     *name = KVec::from_elem(0u8, range.len as usize, GFP_KERNEL).map_err(|_| Failure::internal(code::ENOMEM))?;
     reader.read_exact_at(range.offset, name).map_err(|IoError| Failure::io(reader.error.unwrap_or(code::EIO)))?;

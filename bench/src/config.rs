@@ -96,7 +96,7 @@ impl Switch {
         if want && !self.loaded {
             system::load_module(std::path::Path::new("/elfsig.ko"), "").map_err(|e| format!("load elfsig.ko: {e}"))?;
         } else if !want && self.loaded {
-            unload()?;
+            elfsig_guest::harness::unload_when_idle("elfsig")?;
         }
         self.loaded = want;
         Ok(())
@@ -142,7 +142,7 @@ impl Switch {
     /// Reloads the module (empty cache, counters and memory peak reset).
     pub(crate) fn reload(&mut self) -> Result<(), String> {
         if self.loaded {
-            unload()?;
+            elfsig_guest::harness::unload_when_idle("elfsig")?;
             self.loaded = false;
         }
         self.enter(Config::ElfsigWarm)
@@ -156,18 +156,4 @@ fn cache_misses(config: Config) -> Result<u64, String> {
     }
     let stats = elfsig_guest::harness::stats()?;
     stats.get("cache_misses").copied().ok_or_else(|| "the module reports no cache_misses".into())
-}
-
-/// Unloads the module, waiting for execs in flight to leave it.
-fn unload() -> Result<(), String> {
-    for _ in 0..1000 {
-        match system::unload_module("elfsig") {
-            Ok(()) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            Err(e) => return Err(format!("unload elfsig: {e}")),
-        }
-    }
-    Err("elfsig stayed busy for 10 s".into())
 }

@@ -281,6 +281,16 @@ fn loader_cases(suite: &mut Suite) {
         result?;
         ensure(reading? == "deny", || "the loader file does not say deny".into())?;
         counters_grew(&before, &after, &[("loader_exec", 2), ("denied", 2)])?;
+        // Permissive mode logs the same refusal and lets it run.
+        write_control("loader", "deny").context("set loader deny")?;
+        write_control("mode", "permissive").context("set permissive")?;
+        let before = stats()?;
+        let permissive = runs(LD_SO, &["/t/signed/true"], None);
+        let after = stats()?;
+        write_control("mode", "enforce").context("set enforce")?;
+        write_control("loader", "allow").context("set loader allow")?;
+        permissive?;
+        counters_grew(&before, &after, &[("loader_exec", 1), ("denied", 0)])?;
         runs(LD_SO, &["/t/signed/true"], None)?;
         ensure(write_control("loader", "sometimes").is_err(), || "a bad loader policy was accepted".into())
     });

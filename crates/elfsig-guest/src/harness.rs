@@ -132,6 +132,20 @@ pub fn keyring(name: &str) -> Result<i32, String> {
         .ok_or_else(|| format!("no {name} keyring in /proc/keys"))
 }
 
+/// Unloads module `name`, waiting (up to 10 s) for execs in flight to leave it.
+pub fn unload_when_idle(name: &str) -> Outcome {
+    for _ in 0..1000 {
+        match crate::system::unload_module(name) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Err(e) => return Err(format!("unload {name}: {e}")),
+        }
+    }
+    Err(format!("{name} stayed busy for 10 s"))
+}
+
 /// Path of a control file.
 pub fn control(name: &str) -> String {
     format!("/sys/kernel/security/elfsig/{name}")

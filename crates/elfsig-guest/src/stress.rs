@@ -20,7 +20,7 @@
 //! Afterwards the module must unload, the kernel log must hold no BUG, WARNING (KASAN, lockdep
 //! and atomic-sleep reports are among them) or Oops, and kmemleak must find nothing of the module's.
 
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,7 +28,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::tamper::{Map, flip};
-use elfsig_guest::harness::{Context, Outcome, Suite, ensure, grew, kernel_log, keyring, read, stats, write_control};
+use elfsig_guest::harness::{
+    Context, Outcome, Suite, ensure, grew, kernel_log, keyring, read, stats, unload_when_idle, write_control,
+};
 use elfsig_guest::system;
 
 const MODULE: &str = "/elfsig.ko";
@@ -264,20 +266,6 @@ fn set_up(contents: &Contents) -> Outcome {
     system::load_module(std::path::Path::new(MODULE), "").context("load the module")
 }
 
-/// Unloads the module, waiting for execs in flight to leave it.
-fn unload() -> Outcome {
-    for _ in 0..2000 {
-        match system::unload_module("elfsig") {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-            Err(e) => return Err(format!("unload: {e}")),
-        }
-    }
-    Err("the module stayed busy for 10 s".into())
-}
-
 /// The disturbances, spread over `phase`: cache flushes, a revocation half-way, permissive
 /// windows and module reloads.
 fn disturb(shared: &Shared, phase: Duration) -> Outcome {
@@ -316,7 +304,7 @@ fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                 write_control("mode", "enforce").context("set enforce")
             })
         } else {
-            unload().and_then(|()| {
+            unload_when_idle("elfsig").and_then(|()| {
                 std::thread::sleep(Duration::from_millis(100));
                 system::load_module(std::path::Path::new(MODULE), "").context("reload")
             })
@@ -485,7 +473,7 @@ pub(crate) fn run_all() -> bool {
         println!("ELFSIG-STRESS kmemleak unreferenced={} module={}", total, ours.len());
         ensure(ours.is_empty(), || format!("kmemleak: {}", ours.first().map_or("", |l| l.trim())))
     });
-    suite.case("module_unloads_after_stress", unload);
+    suite.case("module_unloads_after_stress", || unload_when_idle("elfsig"));
     suite.case("kernel_log_has_no_bug_warning_or_oops", || {
         let log = kernel_log()?;
         let bad: Vec<&String> = log
