@@ -12,8 +12,9 @@ use crate::keys::TestKeys;
 use crate::{kmod, paths, tools};
 
 /// What the VM suites need besides the kernel build tools (openssl issues the test
-/// certificate that the guest adds at run time).
-pub const VM_PACKAGES: &[Need] = &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static"), Need::Deb("openssl")];
+/// certificate that the guest adds at run time; strip makes the guest's copy of the CLI small).
+pub const VM_PACKAGES: &[Need] =
+    &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static"), Need::Deb("openssl"), Need::Deb("binutils")];
 
 /// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result.

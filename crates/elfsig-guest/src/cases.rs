@@ -5,7 +5,8 @@
 //! `/elfsig.ko`; `/bin/busybox` (signed) and `/bin/sh`; `/t/signed/` programs signed with the
 //! kernel's built-in test key; `/t/module/` signed with the key embedded in the module;
 //! `/t/other/` signed with an untrusted key; `/t/unsigned/`; `/t/scripts/`; `/t/manifest` and
-//! `/t/revoke.p7` for revocation; dynamic programs' libraries and a signed `ld.so`.
+//! `/t/revoke.p7` for revocation; dynamic programs' libraries and a signed `ld.so`; the CLI
+//! (`/bin/elfsig`, signed) and the kernel key's private key and certificate in `/t/keys/`.
 
 use crate::tamper::{Map, flip};
 use elfsig_guest::harness::{
@@ -18,6 +19,10 @@ const MODULE: &str = "/elfsig.ko";
 const HELLO: &[u8] = b"hello from an elfsig fixture\n";
 const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 const WORK: &str = "/tmp/work";
+/// The CLI and the key pair the kernel trusts, for signing inside the VM.
+pub(crate) const ELFSIG: &str = "/bin/elfsig";
+pub(crate) const KEY: &str = "/t/keys/kernel.key";
+pub(crate) const CERT: &str = "/t/keys/kernel.crt";
 
 /// Signed programs that print a fixed line, and what they print.
 fn signed_programs() -> Vec<(String, Vec<u8>)> {
@@ -222,6 +227,16 @@ fn change_cases(suite: &mut Suite) {
         copy_exec("/t/unsigned/hello", &unsigned)?;
         std::fs::rename(&unsigned, &path).context("rename")?;
         refused(&path)
+    });
+    suite.case("signed_in_the_vm_runs_and_removed_is_refused", || {
+        copy_exec("/t/unsigned/hello", &path)?;
+        refused(&path)?;
+        runs(ELFSIG, &["sign", "-q", "--key", KEY, "--cert", CERT, &path], None)?;
+        runs(&path, &[], Some(HELLO))?;
+        runs(ELFSIG, &["verify", "-q", "--cert", CERT, &path], None)?;
+        runs(ELFSIG, &["remove", "-q", &path], None)?;
+        refused(&path)?;
+        ensure(read(&path)? == read("/t/unsigned/hello")?, || "remove did not restore the unsigned file".into())
     });
     suite.case("restored_file_runs_again", || {
         fresh()?;

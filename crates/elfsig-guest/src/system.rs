@@ -94,31 +94,115 @@ pub fn fork(child: impl FnOnce() -> i32) -> io::Result<libc::pid_t> {
 /// Waits for child `pid`; returns its exit status.
 pub fn wait(pid: libc::pid_t) -> io::Result<i32> {
     let mut status = 0;
-    // SAFETY: a valid out-parameter for the status.
-    let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
-    check(ret.into()).map(|_| status)
+    loop {
+        // SAFETY: a valid out-parameter for the status.
+        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+        match check(ret.into()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            result => return result.map(|_| status),
+        }
+    }
 }
 
-/// Runs `path` with fault injection armed for it alone: the child marks itself
-/// (`/proc/self/make-it-fail`) just before `execve`, so the fault-injection points configured with
-/// `task-filter` fail only in its exec and what follows.
-pub fn run_with_faults(path: &str) -> io::Result<std::process::Output> {
-    use std::os::unix::process::CommandExt;
-    let mut command = std::process::Command::new(path);
-    // SAFETY: the closure makes only async-signal-safe calls (open, write, close) on a
-    // NUL-terminated literal, as pre_exec requires.
-    unsafe {
-        command.pre_exec(|| {
-            let fd = libc::open(c"/proc/self/make-it-fail".as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let written = libc::write(fd, b"1".as_ptr().cast(), 1);
-            libc::close(fd);
-            if written == 1 { Ok(()) } else { Err(io::Error::last_os_error()) }
-        })
+/// How an exec went, seen by a tracer. A program counts as run only if the kernel loaded it:
+/// the tracer sees the stop that follows a successful `execve`, before the program's first
+/// instruction. Anything that dies before that stop never ran a single instruction of it,
+/// whatever killed it.
+#[derive(Debug)]
+pub enum Traced {
+    /// `execve` failed with this errno; nothing was loaded.
+    NotLoaded(i32),
+    /// The child died of this signal before its exec completed (the kernel kills a process
+    /// whose exec fails past the point of no return): nothing was loaded.
+    KilledInExec(i32),
+    /// The kernel loaded the program; it then ended with `status`, printing `stdout`.
+    Loaded {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// What it wrote to its standard output.
+        stdout: Vec<u8>,
+    },
+}
+
+/// ptrace's unused address and data arguments (pointer-sized: the call is variadic).
+const NONE: *mut libc::c_void = std::ptr::null_mut();
+
+/// The exit code of a child whose set-up before `execve` failed (no errno is 255).
+const SETUP_FAILED: i32 = 255;
+
+/// Runs `path` (no arguments, empty environment, stderr to /dev/null) under `ptrace` to tell
+/// whether the kernel loaded it. With `faults`, fault injection is armed for the child alone:
+/// it marks itself (`/proc/self/make-it-fail`) just before `execve`, so the fault-injection
+/// points configured with `task-filter` fail only in its exec and what follows. Unlike std's
+/// `Command`, nothing is judged from how the child died: a child that cannot report a failed
+/// exec through a pipe (std aborts then) is still told apart from a program that ran.
+/// Safe to call from several threads: each child is traced by the thread that forked it.
+pub fn run_traced(path: &str, faults: bool) -> io::Result<Traced> {
+    let program = cstring(path)?;
+    let argv = [program.as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let devnull = File::options().write(true).open("/dev/null")?;
+    let mut fds = [0; 2];
+    // SAFETY: a valid array for the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }.into())?;
+    // SAFETY: the descriptors were just created and are owned here alone.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
     };
-    command.output()
+    // SAFETY: between fork and execve the child makes only async-signal-safe calls (ptrace,
+    // dup2, open, write, close, execve, _exit) on data prepared before the fork, so it
+    // cannot meet a lock another thread held; it always leaves through execve or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            let ok = libc::ptrace(libc::PTRACE_TRACEME, 0, NONE, NONE) == 0
+                && libc::dup2(writer.as_raw_fd(), 1) == 1
+                && libc::dup2(devnull.as_raw_fd(), 2) == 2
+                && (!faults || {
+                    let fd = libc::open(c"/proc/self/make-it-fail".as_ptr(), libc::O_WRONLY);
+                    let written = fd >= 0 && libc::write(fd, b"1".as_ptr().cast(), 1) == 1;
+                    written && libc::close(fd) == 0
+                });
+            if ok {
+                libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                libc::_exit(*libc::__errno_location());
+            }
+            libc::_exit(SETUP_FAILED)
+        }
+    }
+    check(pid.into())?;
+    drop(writer);
+    // Until the exec stop: a stop for any other signal is passed on.
+    let status = loop {
+        let status = wait(pid)?;
+        if !libc::WIFSTOPPED(status) {
+            break status;
+        }
+        let signal = libc::WSTOPSIG(status);
+        if signal == libc::SIGTRAP {
+            // Loaded: let it go without the SIGTRAP that marked the exec.
+            // SAFETY: the child is in a ptrace stop; a failure (it was killed meanwhile)
+            // shows in the next wait.
+            unsafe { libc::ptrace(libc::PTRACE_DETACH, pid, NONE, NONE) };
+            let mut stdout = Vec::new();
+            let read = std::io::Read::read_to_end(&mut &reader, &mut stdout);
+            let status = wait(pid)?;
+            read?;
+            use std::os::unix::process::ExitStatusExt;
+            return Ok(Traced::Loaded { status: std::process::ExitStatus::from_raw(status), stdout });
+        }
+        // SAFETY: the child is in a ptrace stop; restart it with its signal.
+        unsafe { libc::ptrace(libc::PTRACE_CONT, pid, NONE, signal as usize as *mut libc::c_void) };
+    };
+    if libc::WIFSIGNALED(status) {
+        return Ok(Traced::KilledInExec(libc::WTERMSIG(status)));
+    }
+    match libc::WEXITSTATUS(status) {
+        SETUP_FAILED => Err(io::Error::other("the child could not set itself up for exec")),
+        errno => Ok(Traced::NotLoaded(errno)),
+    }
 }
 
 /// Ends the VM. The test kernel has no ACPI, so powering off only halts; QEMU runs with

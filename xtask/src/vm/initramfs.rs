@@ -1,6 +1,7 @@
-//! What the test VM boots into: the guest program as `/init`, the module, and test programs
-//! signed (on the host, with the real CLI) by each test key or not at all. The guest's
-//! `cases.rs` lists the paths it expects.
+//! What the test VM boots into: the guest program as `/init`, the module, test programs
+//! signed (on the host, with the real CLI) by each test key or not at all, and the CLI itself
+//! with the kernel key, for the cases that sign inside the VM. The guest's `cases.rs` and
+//! `stress.rs` name the paths they expect.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,8 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
         staged.push(Staged { guest_path: format!("/t/signed/{name}"), bytes: read(&path)?, key: Some(&keys.kernel) });
     }
     libraries.extend(shared_libraries(&elfsig_fixtures::build(Built::CDynamic)?)?);
+    staged.push(Staged { guest_path: "/bin/elfsig".into(), bytes: stripped(elfsig)?, key: Some(&keys.kernel) });
+    libraries.extend(shared_libraries(elfsig)?);
     libraries.sort();
     libraries.dedup();
 
@@ -97,6 +100,8 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
     let revokeme = staged.iter().zip(&signed).find(|(s, _)| s.guest_path == "/t/signed/revokeme").map(|(_, b)| b);
     let digest = digest_of(elfsig, revokeme.ok_or("revokeme was not staged")?)?;
     cpio.file("/t/added.der", 0o644, &read(&keys.added.cert)?);
+    cpio.file("/t/keys/kernel.key", 0o600, &read(&keys.kernel.key)?);
+    cpio.file("/t/keys/kernel.crt", 0o644, &read(&keys.kernel.cert)?);
     cpio.file("/t/manifest", 0o644, format!("revoke_digest {digest}\n").as_bytes());
     cpio.file("/t/revoke.p7", 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     Ok(cpio.finish())
@@ -124,6 +129,15 @@ pub fn sign_all(elfsig: &Path, staged: &[Staged<'_>], dir: &Path) -> Result<Vec<
         Cmd::new(elfsig).args(["sign", "-q", "--key"]).arg(&key.key).arg("--cert").arg(&key.cert).args(&files).run()?;
     }
     paths.iter().map(|p| read(p)).collect()
+}
+
+/// `program` without its symbols and debug information (the release CLI is 8 times smaller
+/// so, and quicker to verify under emulation).
+fn stripped(program: &Path) -> Result<Vec<u8>> {
+    let out = paths::target().join("vm/stage/stripped");
+    fs::create_dir_all(paths::target().join("vm/stage")).map_err(|e| format!("cannot create the stage: {e}"))?;
+    Cmd::new("strip").arg("-o").arg(&out).arg(program).run()?;
+    read(&out)
 }
 
 /// The signed digest of a signed file, as `elfsig inspect --json` reports it.
