@@ -17,6 +17,8 @@ pub enum Need {
     /// The Rust standard library's source for the default toolchain (Rust-for-Linux builds
     /// its own `core`).
     RustSrc,
+    /// The nightly toolchain's LLVM tools (`llvm-cov`, `llvm-profdata`), for fuzz coverage.
+    NightlyLlvmTools,
     /// A binary installed with `cargo install --locked`.
     CargoTool {
         /// Crate name.
@@ -77,6 +79,9 @@ pub fn ensure(needs: &[Need]) -> Result {
                 Cmd::new("rustup").args(["toolchain", "install", "--profile", "minimal", toolchain]).run()?
             }
             Need::RustSrc => Cmd::new("rustup").args(["component", "add", "rust-src"]).run()?,
+            Need::NightlyLlvmTools => {
+                Cmd::new("rustup").args(["component", "add", "llvm-tools-preview", "--toolchain", "nightly"]).run()?
+            }
             Need::CargoTool { krate, .. } => Cmd::new("cargo").args(["install", "--locked", krate]).run()?,
         }
     }
@@ -95,8 +100,17 @@ fn present(need: Need) -> bool {
             .args(["--print", "sysroot"])
             .read()
             .is_ok_and(|sysroot| PathBuf::from(sysroot.trim()).join("lib/rustlib/src/rust/library/core").is_dir()),
+        Need::NightlyLlvmTools => nightly_llvm_tool("llvm-cov").is_some_and(|p| p.is_file()),
         Need::CargoTool { binary, .. } => cargo_bin(binary).is_some(),
     }
+}
+
+/// Where the nightly toolchain keeps LLVM tool `name` (present once
+/// [`Need::NightlyLlvmTools`] is).
+pub fn nightly_llvm_tool(name: &str) -> Option<PathBuf> {
+    let sysroot = Cmd::new("rustc").args(["+nightly", "--print", "sysroot"]).read().ok()?;
+    let host = Cmd::new("rustc").args(["+nightly", "--print", "host-tuple"]).read().ok()?;
+    Some(PathBuf::from(sysroot.trim()).join("lib/rustlib").join(host.trim()).join("bin").join(name))
 }
 
 /// How to run a tool: its path in cargo's bin directory when it is there, else its name.

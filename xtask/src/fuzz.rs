@@ -2,8 +2,12 @@
 //! corpus made here from the synthetic fixtures and real binaries of several architectures, each
 //! also signed.
 //!
-//! A crash leaves its input in the crate's `fuzz/artifacts/`; copy it into
-//! `crates/elfsig-core/tests/regressions/` and the test suite replays it from then on.
+//! A crash leaves its input in the crate's `fuzz/artifacts/`; copy it into that crate's
+//! `tests/regressions/` and the test suite replays it from then on.
+//!
+//! `--coverage` fuzzes nothing: it replays each target's corpus with coverage instrumentation
+//! and reports, file by file, how much of elfsig's own code the corpus reaches (the full
+//! `llvm-cov report` goes to `target/fuzz-coverage/<target>.txt`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,7 +25,7 @@ const MAX_LEN: u64 = 256 * 1024;
 
 /// Runs the task.
 pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &[], &["--seconds", "--target"])?;
+    let options = parse_options(args, &["--coverage"], &["--seconds", "--target"])?;
     let seconds: u64 = match options.value("--seconds") {
         Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
         None => 60,
@@ -36,7 +40,7 @@ pub fn run(args: &[String]) -> Result {
         },
         None => TARGETS.to_vec(),
     };
-    fuzz(&targets, seconds)
+    if options.flag("--coverage") { coverage(&targets) } else { fuzz(&targets, seconds) }
 }
 
 /// The short run `cargo xtask test` does: the targets build, the seeds pass, and a few seconds of
@@ -62,10 +66,54 @@ fn fuzz(targets: &[(&str, &str)], seconds: u64) -> Result {
             .run()
             .map_err(|e| {
                 format!(
-                    "{e}\nthe crashing input is in {}; add it to crates/elfsig-core/tests/regressions",
-                    krate.join("fuzz/artifacts").display()
+                    "{e}\nthe crashing input is in {}; add it to {}",
+                    krate.join("fuzz/artifacts").join(target).display(),
+                    krate.join("tests/regressions").display()
                 )
             })?;
+    }
+    Ok(())
+}
+
+/// Replays each target's corpus with coverage instrumentation and prints the line coverage of
+/// elfsig's sources (dependencies and the standard library left out).
+fn coverage(targets: &[(&str, &str)]) -> Result {
+    deps::ensure(FUZZ_TOOLS)?;
+    deps::ensure(&[deps::Need::NightlyLlvmTools])?;
+    let llvm_cov = deps::nightly_llvm_tool("llvm-cov").ok_or("cannot find the nightly toolchain's llvm-cov")?;
+    let corpus = write_corpus()?;
+    let build = paths::target().join("fuzz-coverage-build");
+    let reports = paths::target().join("fuzz-coverage");
+    fs::create_dir_all(&reports).map_err(|e| format!("cannot create {}: {e}", reports.display()))?;
+    for (target, krate) in targets {
+        let krate = paths::root().join(krate);
+        Cmd::new("cargo")
+            .args(["+nightly", "fuzz", "coverage", target])
+            .arg(corpus.join(target))
+            .arg("--target-dir")
+            .arg(&build)
+            .dir(&krate)
+            .run()?;
+        let binary = build.join("x86_64-unknown-linux-gnu/release").join(target);
+        let profile = krate.join("fuzz/coverage").join(target).join("coverage.profdata");
+        let report = Cmd::new(&llvm_cov)
+            .arg("report")
+            .arg(&binary)
+            .arg(format!("-instr-profile={}", profile.display()))
+            .arg("-ignore-filename-regex=/(\\.cargo|\\.rustup|rustc)/|/fuzz/")
+            .read()?;
+        let path = reports.join(format!("{target}.txt"));
+        write(&path, report.as_bytes())?;
+        println!("{target}: line coverage of elfsig's sources by its corpus (full report: {})", path.display());
+        for line in report.lines() {
+            // Filename, regions (total, missed, cover), functions (3), lines (total, missed, cover).
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            if let [name, _, _, _, _, _, _, lines, _, cover, ..] = columns[..]
+                && cover.ends_with('%')
+            {
+                println!("  {name:<40} {cover:>8} of {lines:>5} lines");
+            }
+        }
     }
     Ok(())
 }
