@@ -300,7 +300,6 @@ bool elfsig_shim_pin_module(void)
 /* ---- securityfs: /sys/kernel/security/elfsig/ ------------------------------------------- */
 
 static struct dentry *elfsig_dir;
-static struct dentry *elfsig_files[5];
 static const char *const elfsig_file_names[5] = { "mode", "lock", "stats", "flush", "loader" };
 static const umode_t elfsig_file_modes[5] = { 0600, 0600, 0400, 0200, 0600 };
 
@@ -338,21 +337,26 @@ static ssize_t elfsig_fs_write(struct file *file, const char __user *ubuf, size_
 	return ret < 0 ? ret : count;
 }
 
+/*
+ * .owner makes an open control file hold a reference on the module: unloading waits for it to
+ * be closed instead of leaving a descriptor whose operations point into freed code.
+ */
 static const struct file_operations elfsig_fs_ops = {
+	.owner = THIS_MODULE,
 	.read = elfsig_fs_read,
 	.write = elfsig_fs_write,
 	.llseek = generic_file_llseek,
 };
 
+/*
+ * Recursive removal unhashes every entry even while something (a path lookup, a child that
+ * inherited a descriptor across fork) still holds a reference; removing the files one by one
+ * and then the directory leaves the directory behind in that case, and the next load fails
+ * with -EEXIST.
+ */
 static void elfsig_fs_remove(void)
 {
-	int i;
-
-	for (i = ARRAY_SIZE(elfsig_files) - 1; i >= 0; i--) {
-		securityfs_remove(elfsig_files[i]);
-		elfsig_files[i] = NULL;
-	}
-	securityfs_remove(elfsig_dir);
+	securityfs_recursive_remove(elfsig_dir);
 	elfsig_dir = NULL;
 }
 
@@ -367,7 +371,7 @@ static int elfsig_fs_create(void)
 		elfsig_dir = NULL;
 		return err;
 	}
-	for (i = 0; i < ARRAY_SIZE(elfsig_files); i++) {
+	for (i = 0; i < ARRAY_SIZE(elfsig_file_names); i++) {
 		struct dentry *d = securityfs_create_file(elfsig_file_names[i], elfsig_file_modes[i],
 							  elfsig_dir, (void *)(uintptr_t)i,
 							  &elfsig_fs_ops);
@@ -375,7 +379,6 @@ static int elfsig_fs_create(void)
 			elfsig_fs_remove();
 			return PTR_ERR(d);
 		}
-		elfsig_files[i] = d;
 	}
 	return 0;
 }

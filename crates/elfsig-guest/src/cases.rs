@@ -414,6 +414,20 @@ fn lifecycle_cases(suite: &mut Suite) {
         refused("/t/unsigned/hello")?;
         runs("/t/signed/hello", &[], Some(HELLO))
     });
+    suite.case("an_open_control_file_keeps_the_module_loaded", || {
+        let file = std::fs::File::open(control("stats")).context("open stats")?;
+        let busy = system::unload_module("elfsig");
+        ensure(busy.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), || {
+            format!("unloading with stats open gave {busy:?}, expected EWOULDBLOCK")
+        })?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut &file, &mut text).context("read the open stats file")?;
+        ensure(text.contains("checked "), || format!("stats read {text:?}"))?;
+        drop(file);
+        system::unload_module("elfsig").context("unload once closed")?;
+        ensure(!std::path::Path::new(&control("")).exists(), || "the control directory was left behind".into())?;
+        load("")
+    });
     suite.case("reload_in_permissive_mode_by_parameter", || {
         system::unload_module("elfsig").context("unload")?;
         load("mode=permissive")?;
