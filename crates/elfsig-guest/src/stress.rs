@@ -13,7 +13,9 @@
 //!   file renamed over the old one): while the module enforces and no fault is injected, every
 //!   exec must run and print the signed program's line;
 //! - `mix*` slots hold good, unsigned, modified and badly signed content, replaced, rewritten
-//!   and truncated at random: while the module enforces, nothing but the good program may run;
+//!   and truncated at random: while the module enforces, nothing but the good program may run,
+//!   and an exec during which a slot stayed unchanged must run it if it held the good program
+//!   and must not load it otherwise;
 //! - `bad*` files never change and are never good: under injected faults too, they are never
 //!   loaded;
 //! - `resign` is removed (made unsigned) and signed again, and re-signed while signed, by the
@@ -117,11 +119,25 @@ impl Contents {
     }
 }
 
+/// What a mixed slot holds, in its state word (`generation << 2 | kind`; the generation is odd
+/// while the mutator, the slots' only writer, changes the file).
+const GOOD: u64 = 0;
+const BAD: u64 = 1;
+/// A rewrite failed half-way: anything.
+const UNKNOWN: u64 = 2;
+
+/// The state word of a slot whose change has started (`changing`) or ended, holding `kind`.
+fn next_state(state: u64, kind: u64) -> u64 {
+    ((state >> 2) + 1) << 2 | kind
+}
+
 /// What the threads share.
 struct Shared {
     stop: AtomicBool,
     /// Odd while the module is not enforcing (permissive or unloaded).
     unenforced: AtomicU64,
+    /// Each mixed slot's state word (see [`GOOD`]).
+    mix: [AtomicU64; MIX_SLOTS],
     faults: AtomicBool,
     revoke_started: OnceLock<Instant>,
     revoke_done: OnceLock<Instant>,
@@ -139,6 +155,8 @@ struct Shared {
     failed: AtomicU64,
     killed_in_exec: AtomicU64,
     ran_other: AtomicU64,
+    /// Execs judged "must not be loaded" and "must run".
+    judged: [AtomicU64; 2],
     /// `newkey` execs that ran, and that were refused: both must happen.
     newkey: [AtomicU64; 2],
     violations: Mutex<Vec<String>>,
@@ -189,6 +207,11 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
         Some(_) => ("resign", format!("{DIR}/resign")),
     };
     let faults = shared.faults.load(Ordering::SeqCst);
+    let mix_state = |path: &str| {
+        let i = (0..MIX_SLOTS).find(|i| slot("mix", *i) == path)?;
+        Some(shared.mix[i].load(Ordering::SeqCst))
+    };
+    let mix_before = mix_state(&path);
     let before = shared.unenforced.load(Ordering::SeqCst);
     let resign_before = shared.resign.load(Ordering::SeqCst);
     let started = Instant::now();
@@ -196,6 +219,7 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
     let ended = Instant::now();
     let after = shared.unenforced.load(Ordering::SeqCst);
     let resign_after = shared.resign.load(Ordering::SeqCst);
+    let mix_after = mix_state(&path);
     shared.execs.fetch_add(1, Ordering::Relaxed);
     let what = match result {
         Ok(traced) => outcome(traced),
@@ -232,23 +256,37 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
     let resign_stable = resign_before == resign_after;
     let resign_signed = resign_stable && resign_before.is_multiple_of(4);
     let resign_unsigned = resign_stable && resign_before % 4 == 2;
-    // Without faults, good content always runs; an exec may only fail with ETXTBSY, when a
-    // child forked by another thread holds a replacement file open for writing until it execs.
-    let ran_or_busy = |o: &Exec| matches!(o, Exec::RanGood) || matches!(o, Exec::Failed(e) if *e == libc::ETXTBSY);
-    let loaded = what.loaded();
-    let wrong = match (kind, &what) {
-        // Nothing bad is ever loaded while enforcing, faults or not.
-        ("bad", _) => loaded,
-        // Mixed slots may hold the good program, which an injected fault can kill once loaded.
-        ("mix", Exec::RanOther { surely_other, .. }) => !faults || *surely_other,
-        ("revokeme", _) if revoked => loaded,
-        ("newkey", _) if key_untrusted => loaded,
-        ("resign", _) if resign_unsigned => loaded,
-        (_, o) if faults => matches!(o, Exec::RanOther { surely_other: true, .. }),
-        ("good", o) => !ran_or_busy(o),
-        ("revokeme", o) if not_revoked => !ran_or_busy(o),
-        ("newkey", o) if key_trusted => !ran_or_busy(o),
-        ("resign", o) if resign_signed => !ran_or_busy(o),
+    // The mixed slot held the same content for the whole exec.
+    let mix_stable = mix_before == mix_after && mix_before.is_some_and(|state| (state >> 2).is_multiple_of(2));
+    let mix_kind = mix_before.filter(|_| mix_stable).map(|state| state & 3);
+    // Content that must not be loaded while enforcing, faults or not.
+    let must_not_load = match kind {
+        "bad" => true,
+        "mix" => mix_kind == Some(BAD),
+        "revokeme" => revoked,
+        "newkey" => key_untrusted,
+        "resign" => resign_unsigned,
+        _ => false,
+    };
+    // Good content that must run while enforcing without faults.
+    let must_run = !faults
+        && match kind {
+            "good" => true,
+            "mix" => mix_kind == Some(GOOD),
+            "revokeme" => not_revoked,
+            "newkey" => key_trusted,
+            "resign" => resign_signed,
+            _ => false,
+        };
+    shared.judged[usize::from(must_run)].fetch_add(u64::from(must_run || must_not_load), Ordering::Relaxed);
+    let wrong = match &what {
+        _ if must_not_load => what.loaded(),
+        // The only failure allowed is ETXTBSY, when a child forked by another thread holds a
+        // replacement file open for writing until it execs.
+        _ if must_run => !matches!(what, Exec::RanGood | Exec::Failed(libc::ETXTBSY)),
+        // Whatever a slot held, nothing but the good program may run; under faults, the good
+        // program may be killed once loaded.
+        Exec::RanOther { surely_other, .. } => !faults || *surely_other,
         _ => false,
     };
     if wrong {
@@ -285,21 +323,37 @@ fn resign_loop(shared: &Shared) -> Outcome {
     Ok(())
 }
 
-/// Replaces, rewrites and truncates the slots at random.
-fn mutate_once(contents: &Contents, rng: &mut Rng, tag: usize) {
+/// Replaces, rewrites and truncates the slots at random, keeping the mixed slots' state words.
+fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) {
     if rng.below(4) == 0 {
         let _ = replace(&slot("good", rng.below(GOOD_SLOTS)), &contents.good, tag);
         return;
     }
-    let path = slot("mix", rng.below(MIX_SLOTS));
+    let i = rng.below(MIX_SLOTS);
+    let path = slot("mix", i);
     let choice = rng.below(contents.bad.len() + 1);
-    let bytes = contents.bad.get(choice).map_or(&contents.good[..], |(_, b)| &b[..]);
-    // Errors are expected: ETXTBSY while the file runs, ENOENT between renames.
-    let _ = match rng.below(3) {
-        0 => replace(&path, bytes, tag),
-        1 => std::fs::OpenOptions::new().write(true).truncate(true).open(&path).and_then(|mut f| f.write_all(bytes)),
-        _ => std::fs::OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(rng.below(bytes.len()) as u64)),
+    let (bytes, kind) = contents.bad.get(choice).map_or((&contents.good[..], GOOD), |(_, b)| (&b[..], BAD));
+    let state = shared.mix[i].load(Ordering::SeqCst);
+    let now = state & 3;
+    shared.mix[i].store(next_state(state, now), Ordering::SeqCst);
+    // Errors are expected (ETXTBSY while the file runs) and leave the file as it was, except
+    // a write that fails after the open emptied the file.
+    let open = || std::fs::OpenOptions::new().write(true).open(&path);
+    let kind = match rng.below(3) {
+        0 => replace(&path, bytes, tag).map_or(now, |()| kind),
+        1 => match std::fs::OpenOptions::new().write(true).truncate(true).open(&path) {
+            Ok(mut file) => file.write_all(bytes).map_or(UNKNOWN, |()| kind),
+            Err(_) => now,
+        },
+        _ => {
+            let len = rng.below(bytes.len()) as u64;
+            match open() {
+                Ok(file) if file.metadata().is_ok_and(|m| m.len() != len) => file.set_len(len).map_or(now, |()| BAD),
+                _ => now,
+            }
+        }
     };
+    shared.mix[i].store(next_state(next_state(state, now), kind), Ordering::SeqCst);
 }
 
 fn set_up(contents: &Contents) -> Outcome {
@@ -411,7 +465,7 @@ fn run_phase(contents: &Contents, shared: &Shared, during: impl FnOnce() -> Outc
             scope.spawn(move || {
                 let mut rng = Rng(0x2545_f491_4f6c_dd1d);
                 while !shared.stop.load(Ordering::Relaxed) {
-                    mutate_once(contents, &mut rng, 1);
+                    mutate_once(shared, contents, &mut rng, 1);
                     std::thread::sleep(Duration::from_millis(2));
                 }
             });
@@ -425,16 +479,35 @@ fn run_phase(contents: &Contents, shared: &Shared, during: impl FnOnce() -> Outc
 }
 
 /// The names of the exec counters [`tally`] reads.
-const COUNTERS: [&str; 6] = ["execs", "ran_good", "ran_other", "refused", "exec_failed", "killed_in_exec"];
+const COUNTERS: [&str; 8] = [
+    "execs",
+    "ran_good",
+    "ran_other",
+    "refused",
+    "exec_failed",
+    "killed_in_exec",
+    "judged_must_not_load",
+    "judged_must_run",
+];
 
 /// The exec counters now.
-fn tally(shared: &Shared) -> [u64; 6] {
-    [&shared.execs, &shared.ran_good, &shared.ran_other, &shared.refused, &shared.failed, &shared.killed_in_exec]
-        .map(|c| c.load(Ordering::Relaxed))
+fn tally(shared: &Shared) -> [u64; 8] {
+    let [not_load, run] = &shared.judged;
+    [
+        &shared.execs,
+        &shared.ran_good,
+        &shared.ran_other,
+        &shared.refused,
+        &shared.failed,
+        &shared.killed_in_exec,
+        not_load,
+        run,
+    ]
+    .map(|c| c.load(Ordering::Relaxed))
 }
 
 /// Prints what a phase did: its exec counters (`after - before`) and `extra`.
-fn report(phase: &str, seconds: u64, before: [u64; 6], after: [u64; 6], extra: &str) {
+fn report(phase: &str, seconds: u64, before: [u64; 8], after: [u64; 8], extra: &str) {
     let counts: Vec<String> =
         COUNTERS.iter().zip(after.iter().zip(before)).map(|(name, (a, b))| format!("{name}={}", a - b)).collect();
     println!("ELFSIG-STRESS phase={phase} seconds={seconds} {} {extra}", counts.join(" "));
@@ -474,6 +547,7 @@ pub(crate) fn run_all() -> bool {
     let shared = Shared {
         stop: AtomicBool::new(false),
         unenforced: AtomicU64::new(0),
+        mix: [const { AtomicU64::new(GOOD) }; MIX_SLOTS],
         faults: AtomicBool::new(false),
         revoke_started: OnceLock::new(),
         revoke_done: OnceLock::new(),
@@ -490,6 +564,7 @@ pub(crate) fn run_all() -> bool {
         killed_in_exec: AtomicU64::new(0),
         ran_other: AtomicU64::new(0),
         newkey: [AtomicU64::new(0), AtomicU64::new(0)],
+        judged: [AtomicU64::new(0), AtomicU64::new(0)],
         violations: Mutex::new(Vec::new()),
     };
     suite.case("stress_setup", || set_up(&contents));
@@ -510,7 +585,9 @@ pub(crate) fn run_all() -> bool {
         run_phase(&contents, &shared, || disturb(&shared, main))?;
         violations(&shared)?;
         let rounds = shared.resign_rounds.load(Ordering::Relaxed);
-        report("changes", main.as_secs(), [0; 6], tally(&shared), &format!("cli_remove_sign_rounds={rounds}"));
+        let counted = tally(&shared);
+        report("changes", main.as_secs(), [0; 8], counted, &format!("cli_remove_sign_rounds={rounds}"));
+        ensure(counted[6] > 0 && counted[7] > 0, || "no exec was judged both ways".into())?;
         ensure(shared.revoke_done.get().is_some(), || "the revocation never happened".into())?;
         ensure(shared.key_remove_done.get().is_some(), || "the key was never added and removed".into())?;
         let [ran, refused] = [0, 1].map(|i| shared.newkey[i].load(Ordering::Relaxed));
@@ -542,7 +619,9 @@ pub(crate) fn run_all() -> bool {
         violations(&shared)?;
         let after = stats()?;
         let (io, errors) = (grew(&before, &after, "io_error"), grew(&before, &after, "error"));
-        report("faults", faults.as_secs(), counted, tally(&shared), &format!("io_error={io} error={errors}"));
+        let now = tally(&shared);
+        report("faults", faults.as_secs(), counted, now, &format!("io_error={io} error={errors}"));
+        ensure(now[6] > counted[6], || "no exec under faults was judged".into())?;
         ensure(io + errors > 0, || "no injected fault reached the module".into())
     });
 
