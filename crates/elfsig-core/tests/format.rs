@@ -91,12 +91,7 @@ fn every_fixture_signs_and_restores_byte_for_byte() {
 #[test]
 fn regressions_hold() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            continue;
-        }
-        let bytes = std::fs::read(&path).unwrap();
+    for (_, bytes) in elfsig_fixtures::regression_inputs(&dir).unwrap() {
         invariants::parse_is_consistent(&bytes);
         if let Some(signed) = invariants::sign_then_remove_is_identity(&bytes) {
             invariants::parse_is_consistent(&signed);

@@ -15,12 +15,14 @@ mod built;
 mod cache;
 mod elf;
 mod machine;
+mod regressions;
 mod strip;
 mod synth;
 mod system;
 
 pub use built::{ALL_BUILT, Built, build, emulated_output, expected_output};
 pub use elf::{Class, Endian};
+pub use regressions::regression_inputs;
 pub use strip::strip_section_headers;
 pub use synth::{HELLO_OUTPUT, Kind, Sections, Spec, TRAILING, synth, synth_matrix, synth_specs};
 pub use system::{cache_dir, host_runs_i386, run_program, system_binary, write_executable};

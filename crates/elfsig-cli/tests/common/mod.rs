@@ -4,6 +4,8 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod roundtrip;
+
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
