@@ -3,6 +3,7 @@
 //!
 //! Each function panics (fails the test or reports a fuzzer crash) when a property does not hold.
 
+use elfsig_core::elf::{ExecInfo, MAX_INTERP_LEN};
 use elfsig_core::record::HashAlgorithm;
 use elfsig_core::view::{OriginalView, SignedView};
 use elfsig_core::{find_signature, ElfFile, Payload, ReadAt, SignedLayout, SignedRecord};
@@ -28,6 +29,10 @@ pub(crate) fn read_all(source: &mut dyn ReadAt, len: u64) -> Vec<u8> {
 pub(crate) fn parse_is_consistent(data: &[u8]) {
     let len = data.len() as u64;
     let located = find_signature(&mut &data[..], len);
+    // What the kernel reads for its loader policy: an interpreter range binfmt_elf accepts.
+    if let Ok(ExecInfo { interpreter: Some(range), .. }) = ExecInfo::read(&mut &data[..], len) {
+        assert!((2..=MAX_INTERP_LEN).contains(&range.len) && range.within(len), "interpreter range {range:?}");
+    }
     let Ok(elf) = ElfFile::parse(&mut &data[..], len) else { return };
     // The kernel's short path must agree with full validation on every valid file.
     assert_eq!(located.ok().flatten(), elf.signature, "locator and validator disagree");
@@ -81,6 +86,9 @@ pub(crate) fn sign_then_remove_is_identity(data: &[u8]) -> Option<Vec<u8>> {
     let read = Payload::read(&mut &signed[..], &location, &mut buf).expect("the payload parses");
     assert_eq!(read.record, record);
     assert!(read.record.matches(&location));
+    // Signing changes nothing exec reads: the interpreter and the loader flag are the same.
+    let exec = |bytes: &[u8]| ExecInfo::read(&mut &bytes[..], bytes.len() as u64);
+    assert_eq!(exec(&signed), exec(data), "signing changed what exec reads");
 
     // Removal restores the original, and re-signing it reproduces the signed file.
     let mut signed_source: &[u8] = &signed;
