@@ -68,7 +68,7 @@ extern "C" {
     fn elfsig_shim_sha256_final(hash: *mut RawSha256, digest: *mut u8) -> c_int;
     fn elfsig_shim_sha256_free(hash: *mut RawSha256);
     fn elfsig_shim_verify_pkcs7(data: *const u8, len: usize, sig: *const u8, sig_len: usize) -> c_int;
-    fn elfsig_shim_is_revoked(digest: *const u8, len: usize) -> bool;
+    fn elfsig_shim_revocation(digest: *const u8, len: usize) -> c_int;
     fn elfsig_shim_log_refusal(file: *mut RawFile, message: *const c_char, enforced: bool);
     fn elfsig_shim_now_ns() -> u64;
     fn elfsig_shim_pin_module() -> bool;
@@ -296,9 +296,14 @@ pub(crate) fn verify_pkcs7(data: &[u8], sig: &[u8]) -> core::result::Result<(), 
 }
 
 /// Whether the digest is listed as `bin:` in the kernel's `.blacklist` keyring.
-pub(crate) fn is_revoked(digest: &[u8; 32]) -> bool {
+/// Fails when the lookup could not be made (out of memory): callers refuse then.
+pub(crate) fn is_revoked(digest: &[u8; 32]) -> Result<bool> {
     // SAFETY: `digest` is a valid 32-byte array.
-    unsafe { elfsig_shim_is_revoked(digest.as_ptr(), digest.len()) }
+    match unsafe { elfsig_shim_revocation(digest.as_ptr(), digest.len()) } {
+        0 => Ok(false),
+        ret if ret > 0 => Ok(true),
+        errno => Err(Error::from_errno(errno)),
+    }
 }
 
 /// Monotonic time in ns.

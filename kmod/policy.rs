@@ -209,7 +209,7 @@ fn loader_allowed(loader: bool) -> Result<(), Failure> {
 
 /// A cached verdict still stands unless its digest has been revoked since.
 fn not_revoked(entry: &Entry) -> Result<(), Failure> {
-    if ffi::is_revoked(&entry.digest) { Err(Failure::new(Reason::Revoked)) } else { Ok(()) }
+    verify::not_revoked(&entry.digest)
 }
 
 /// Verifies `file`, counting the time it takes.

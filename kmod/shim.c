@@ -243,13 +243,21 @@ int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t s
 	return ret;
 }
 
-bool elfsig_shim_is_revoked(const u8 *digest, size_t len)
+/*
+ * 1 when a "bin:<hex>" key for the digest is in .blacklist, 0 when none is, a negative errno
+ * when the lookup could not be made. Not is_binary_blacklisted(): it answers "not revoked"
+ * when its own allocation fails, which let a revoked program run under memory pressure.
+ */
+int elfsig_shim_revocation(const u8 *digest, size_t len)
 {
 #ifdef CONFIG_SYSTEM_BLACKLIST_KEYRING
-	/* -EPERM when a "bin:<hex>" key exists (is_hash_blacklisted's -EKEYREJECTED, translated). */
-	return is_binary_blacklisted(digest, len) == -EPERM;
+	int ret = is_hash_blacklisted(digest, len, BLACKLIST_HASH_BINARY);
+
+	if (ret == -EKEYREJECTED)
+		return 1;
+	return ret;
 #else
-	return false;
+	return 0;
 #endif
 }
 

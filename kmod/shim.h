@@ -67,7 +67,7 @@ int elfsig_shim_sha256_final(struct elfsig_sha256 *hash, u8 *digest);
 void elfsig_shim_sha256_free(struct elfsig_sha256 *hash);
 
 int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t sig_len);
-bool elfsig_shim_is_revoked(const u8 *digest, size_t len);
+int elfsig_shim_revocation(const u8 *digest, size_t len);
 
 void elfsig_shim_log_refusal(struct file *file, const char *message, bool enforced);
 u64 elfsig_shim_now_ns(void);

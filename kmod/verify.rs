@@ -207,10 +207,17 @@ pub(crate) fn verify_file<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Resu
     if digest != record.digest {
         return Err(Failure::new(Reason::Modified));
     }
-    if ffi::is_revoked(&digest) {
-        return Err(Failure::new(Reason::Revoked));
-    }
+    not_revoked(&digest)?;
     Ok(Verified { digest, exec: read_exec(&mut reader, name)? })
+}
+
+/// Refuses a revoked digest, and refuses when revocation cannot be checked.
+pub(crate) fn not_revoked(digest: &[u8; 32]) -> Result<(), Failure> {
+    match ffi::is_revoked(digest) {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(Failure::new(Reason::Revoked)),
+        Err(error) => Err(Failure::internal(error)),
+    }
 }
 
 /// SHA-256 of `ranges` of the file, read in chunks of at most [`CHUNK`] bytes.
