@@ -338,7 +338,6 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
     shared.mix[i].store(next_state(state, now), Ordering::SeqCst);
     // Errors are expected (ETXTBSY while the file runs) and leave the file as it was, except
     // a write that fails after the open emptied the file.
-    let open = || std::fs::OpenOptions::new().write(true).open(&path);
     let kind = match rng.below(3) {
         0 => replace(&path, bytes, tag).map_or(now, |()| kind),
         1 => match std::fs::OpenOptions::new().write(true).truncate(true).open(&path) {
@@ -347,7 +346,7 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
         },
         _ => {
             let len = rng.below(bytes.len()) as u64;
-            match open() {
+            match std::fs::OpenOptions::new().write(true).open(&path) {
                 Ok(file) if file.metadata().is_ok_and(|m| m.len() != len) => file.set_len(len).map_or(now, |()| BAD),
                 _ => now,
             }
