@@ -34,14 +34,14 @@ impl kernel::Module for Elfsig {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         policy::configure(ffi::mode_param(), ffi::deny_loader_param(), ffi::lock_param())?;
         ffi::init()?;
-        let certs = match load_embedded_certs() {
+        let registered = load_embedded_certs().and_then(|certs| ffi::register().map(|()| certs));
+        let certs = match registered {
             Ok(n) => n,
             Err(e) => {
                 ffi::exit();
                 return Err(e);
             }
         };
-        ffi::register();
         pr_info!(
             "{}{}{}, {} embedded certificate(s)\n",
             if policy::STATE.enforcing() { "enforcing" } else { "permissive" },

@@ -49,7 +49,7 @@ pub(crate) struct FileId {
 
 extern "C" {
     fn elfsig_shim_init() -> c_int;
-    fn elfsig_shim_register();
+    fn elfsig_shim_register() -> c_int;
     fn elfsig_shim_unregister();
     fn elfsig_shim_exit();
     fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
@@ -88,10 +88,11 @@ pub(crate) fn init() -> Result {
     errno(unsafe { elfsig_shim_init() })
 }
 
-/// Registers the binfmt handler: from then on execs reach [`crate::policy::check_exec`].
-pub(crate) fn register() {
+/// Creates the control files and registers the binfmt handler: from then on execs reach
+/// [`crate::policy::check_exec`]. On failure nothing is registered; call [`exit`].
+pub(crate) fn register() -> Result {
     // SAFETY: called once, from module init, after a successful `init`.
-    unsafe { elfsig_shim_register() }
+    errno(unsafe { elfsig_shim_register() })
 }
 
 /// Undoes [`register`]; first thing on module exit.

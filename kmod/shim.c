@@ -244,9 +244,11 @@ int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t s
 }
 
 /*
- * 1 when a "bin:<hex>" key for the digest is in .blacklist, 0 when none is, a negative errno
- * when the lookup could not be made. Not is_binary_blacklisted(): it answers "not revoked"
- * when its own allocation fails, which let a revoked program run under memory pressure.
+ * 1 when a "bin:<hex>" key for the digest is in .blacklist, 0 when none is found, a negative
+ * errno when the description could not be allocated. Not is_binary_blacklisted(): it answers
+ * "not revoked" when that allocation fails, which let a revoked program run under memory
+ * pressure. (A keyring search that fails still reads as "not found": the keyring is not
+ * exported, so the module cannot search it itself.)
  */
 int elfsig_shim_revocation(const u8 *digest, size_t len)
 {
@@ -346,8 +348,9 @@ static ssize_t elfsig_fs_write(struct file *file, const char __user *ubuf, size_
 }
 
 /*
- * .owner makes an open control file hold a reference on the module: unloading waits for it to
- * be closed instead of leaving a descriptor whose operations point into freed code.
+ * .owner makes an open control file hold a reference on the module: unloading is refused
+ * (EWOULDBLOCK) until it is closed, instead of leaving a descriptor whose operations point
+ * into freed code.
  */
 static const struct file_operations elfsig_fs_ops = {
 	.owner = THIS_MODULE,
@@ -437,25 +440,28 @@ int elfsig_shim_init(void)
 		goto free_tfm;
 	}
 
-	err = elfsig_fs_create();
-	if (err)
-		goto put_keyring;
-	elfsig_fault_create();
 	return 0;
 
-put_keyring:
-	key_put(elfsig_keyring);
-	elfsig_keyring = NULL;
 free_tfm:
 	crypto_free_shash(elfsig_sha256_tfm);
 	elfsig_sha256_tfm = NULL;
 	return err;
 }
 
-/* Called last in module init: from here on execs reach the Rust code, which is ready. */
-void elfsig_shim_register(void)
+/*
+ * Called last in module init, after everything that can fail but this: the control files
+ * appear, then execs reach the Rust code, which is ready. A control file opened during an init
+ * that then failed would hold a reference on a module that is freed anyway.
+ */
+int elfsig_shim_register(void)
 {
+	int err = elfsig_fs_create();
+
+	if (err)
+		return err;
+	elfsig_fault_create();
 	__register_binfmt(&elfsig_format, 1);
+	return 0;
 }
 
 /*

@@ -45,7 +45,7 @@ ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
 
 /* Implemented in shim.c. */
 int elfsig_shim_init(void);
-void elfsig_shim_register(void);
+int elfsig_shim_register(void);
 void elfsig_shim_unregister(void);
 void elfsig_shim_exit(void);
 const char *elfsig_shim_mode_param(size_t *len);
