@@ -46,14 +46,17 @@ const GOOD_OUTPUT: &[u8] = b"hello from an elfsig fixture\n";
 const WORKERS: usize = 4;
 const GOOD_SLOTS: usize = 2;
 const MIX_SLOTS: usize = 3;
+/// The kinds of file the workers exec (see the module documentation).
+const KINDS: [&str; 6] = ["good", "mix", "bad", "revokeme", "newkey", "resign"];
 
 /// What an exec did.
 enum Exec {
     /// The kernel loaded the good program, which printed its line and exited 0.
     RanGood,
     /// The kernel loaded a program that did not end like the good one: another program, or
-    /// (under injected faults only) the good one killed by a fault. `surely_other` when what
-    /// it printed, or its clean exit, shows it was not the good program.
+    /// (under injected faults only) the good one killed by a fault. `surely_other` when it
+    /// printed something the good program does not (an exit status proves nothing: the good
+    /// program exits 0 even when its write fails).
     RanOther { what: String, surely_other: bool },
     /// Refused with EACCES.
     Refused,
@@ -86,7 +89,7 @@ fn outcome(traced: Traced) -> Exec {
         Traced::Loaded { status, stdout } if status.success() && stdout == GOOD_OUTPUT => Exec::RanGood,
         Traced::Loaded { status, stdout } => Exec::RanOther {
             what: format!("{status} printing {:?}", String::from_utf8_lossy(&stdout[..stdout.len().min(60)])),
-            surely_other: status.success() || !GOOD_OUTPUT.starts_with(&stdout),
+            surely_other: !stdout.is_empty() && !GOOD_OUTPUT.starts_with(&stdout),
         },
         Traced::NotLoaded(libc::EACCES) => Exec::Refused,
         Traced::NotLoaded(errno) => Exec::Failed(errno),
@@ -155,8 +158,8 @@ struct Shared {
     failed: AtomicU64,
     killed_in_exec: AtomicU64,
     ran_other: AtomicU64,
-    /// Execs judged "must not be loaded" and "must run".
-    judged: [AtomicU64; 2],
+    /// Execs judged "must not be loaded" and "must run", per kind of file ([`KINDS`]).
+    judged: [[AtomicU64; 2]; KINDS.len()],
     /// `newkey` execs that ran, and that were refused: both must happen.
     newkey: [AtomicU64; 2],
     violations: Mutex<Vec<String>>,
@@ -278,9 +281,13 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
             "resign" => resign_signed,
             _ => false,
         };
-    shared.judged[usize::from(must_run)].fetch_add(u64::from(must_run || must_not_load), Ordering::Relaxed);
+    if let Some(judged) = KINDS.iter().position(|k| *k == kind).and_then(|i| shared.judged.get(i)) {
+        judged[usize::from(must_run)].fetch_add(u64::from(must_run || must_not_load), Ordering::Relaxed);
+    }
     let wrong = match &what {
-        _ if must_not_load => what.loaded(),
+        // The module refuses before exec's point of no return, so a child the kernel killed
+        // during exec got past the module: the file was let through.
+        _ if must_not_load => what.loaded() || matches!(what, Exec::Killed(_)),
         // The only failure allowed is ETXTBSY, when a child forked by another thread holds a
         // replacement file open for writing until it execs.
         _ if must_run => !matches!(what, Exec::RanGood | Exec::Failed(libc::ETXTBSY)),
@@ -313,12 +320,13 @@ fn resign_loop(shared: &Shared) -> Outcome {
         shared.resign.fetch_add(1, Ordering::SeqCst);
         cli(&["remove", "-q", &path])?;
         shared.resign.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(30));
+        // Unsigned for long enough that execs see it so.
+        std::thread::sleep(Duration::from_millis(1000));
         shared.resign.fetch_add(1, Ordering::SeqCst);
         cli(&sign)?;
         shared.resign.fetch_add(1, Ordering::SeqCst);
         shared.resign_rounds.fetch_add(1, Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(30));
+        std::thread::sleep(Duration::from_millis(1000));
     }
     Ok(())
 }
@@ -329,7 +337,9 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
         let _ = replace(&slot("good", rng.below(GOOD_SLOTS)), &contents.good, tag);
         return;
     }
-    let i = rng.below(MIX_SLOTS);
+    // The last mixed slot changes rarely, so that execs also find it unchanged (and are judged
+    // by its content); the others change every few milliseconds, racing the execs.
+    let i = if rng.below(200) == 0 { MIX_SLOTS - 1 } else { rng.below(MIX_SLOTS - 1) };
     let path = slot("mix", i);
     let choice = rng.below(contents.bad.len() + 1);
     let (bytes, kind) = contents.bad.get(choice).map_or((&contents.good[..], GOOD), |(_, b)| (&b[..], BAD));
@@ -491,18 +501,17 @@ const COUNTERS: [&str; 8] = [
 
 /// The exec counters now.
 fn tally(shared: &Shared) -> [u64; 8] {
-    let [not_load, run] = &shared.judged;
-    [
-        &shared.execs,
-        &shared.ran_good,
-        &shared.ran_other,
-        &shared.refused,
-        &shared.failed,
-        &shared.killed_in_exec,
-        not_load,
-        run,
-    ]
-    .map(|c| c.load(Ordering::Relaxed))
+    let [not_load, run] = KINDS.map(|kind| judged(shared, kind)).iter().fold([0, 0], |[a, b], [c, d]| [a + c, b + d]);
+    let counters =
+        [&shared.execs, &shared.ran_good, &shared.ran_other, &shared.refused, &shared.failed, &shared.killed_in_exec];
+    let [execs, good, other, refused, failed, killed] = counters.map(|c| c.load(Ordering::Relaxed));
+    [execs, good, other, refused, failed, killed, not_load, run]
+}
+
+/// How many execs of `kind` were judged "must not be loaded" and "must run".
+fn judged(shared: &Shared, kind: &str) -> [u64; 2] {
+    let i = KINDS.iter().position(|k| *k == kind);
+    i.and_then(|i| shared.judged.get(i)).map_or([0, 0], |j| j.each_ref().map(|c| c.load(Ordering::Relaxed)))
 }
 
 /// Prints what a phase did: its exec counters (`after - before`) and `extra`.
@@ -563,7 +572,7 @@ pub(crate) fn run_all() -> bool {
         killed_in_exec: AtomicU64::new(0),
         ran_other: AtomicU64::new(0),
         newkey: [AtomicU64::new(0), AtomicU64::new(0)],
-        judged: [AtomicU64::new(0), AtomicU64::new(0)],
+        judged: [const { [AtomicU64::new(0), AtomicU64::new(0)] }; KINDS.len()],
         violations: Mutex::new(Vec::new()),
     };
     suite.case("stress_setup", || set_up(&contents));
@@ -587,6 +596,14 @@ pub(crate) fn run_all() -> bool {
         let counted = tally(&shared);
         report("changes", main.as_secs(), [0; 8], counted, &format!("cli_remove_sign_rounds={rounds}"));
         ensure(counted[6] > 0 && counted[7] > 0, || "no exec was judged both ways".into())?;
+        // Each changing file was seen both ways, so its checks ran. A quick run is too short
+        // for that to be sure (a few remove-and-sign rounds), so only longer runs insist.
+        for kind in ["mix", "resign", "revokeme", "newkey"] {
+            let [not_load, run] = judged(&shared, kind);
+            println!("ELFSIG-STRESS judged kind={kind} must_not_load={not_load} must_run={run}");
+            let required = main >= Duration::from_secs(60);
+            ensure(!required || (not_load > 0 && run > 0), || format!("no {kind} exec was judged both ways"))?;
+        }
         ensure(shared.revoke_done.get().is_some(), || "the revocation never happened".into())?;
         ensure(shared.key_remove_done.get().is_some(), || "the key was never added and removed".into())?;
         let [ran, refused] = [0, 1].map(|i| shared.newkey[i].load(Ordering::Relaxed));
