@@ -156,7 +156,8 @@ fn check_program(file: FileRef<'_>) -> Result<(), Failure> {
     let interpreter = match STATE.cache.lookup(&id, epoch) {
         Some(entry) => {
             Stats::add(&stats.cache_hits, 1);
-            not_revoked(&entry)?;
+            // A cached verdict stands unless its digest has been revoked since.
+            verify::not_revoked(&entry.digest)?;
             loader_allowed(entry.loader)?;
             if !entry.has_interpreter {
                 return Ok(());
@@ -187,7 +188,7 @@ fn check_interpreter(path: &CStr) -> Result<(), Failure> {
     let epoch = STATE.cache.epoch();
     if let Some(entry) = ffi::path_id(path).ok().and_then(|id| STATE.cache.lookup(&id, epoch)) {
         Stats::add(&stats.cache_hits, 1);
-        return not_revoked(&entry);
+        return verify::not_revoked(&entry.digest);
     }
     Stats::add(&stats.cache_misses, 1);
     let interpreter = ExecFile::open(path).map_err(Failure::io)?;
@@ -205,11 +206,6 @@ fn check_interpreter(path: &CStr) -> Result<(), Failure> {
 /// Refuses a dynamic loader run directly, when the policy says so.
 fn loader_allowed(loader: bool) -> Result<(), Failure> {
     if loader && STATE.denying_loader() { Err(Failure::new(Reason::LoaderExec)) } else { Ok(()) }
-}
-
-/// A cached verdict still stands unless its digest has been revoked since.
-fn not_revoked(entry: &Entry) -> Result<(), Failure> {
-    verify::not_revoked(&entry.digest)
 }
 
 /// Verifies `file`, counting the time it takes.
