@@ -46,8 +46,31 @@ const GOOD_OUTPUT: &[u8] = b"hello from an elfsig fixture\n";
 const WORKERS: usize = 4;
 const GOOD_SLOTS: usize = 2;
 const MIX_SLOTS: usize = 3;
-/// The kinds of file the workers exec (see the module documentation).
-const KINDS: [&str; 6] = ["good", "mix", "bad", "revokeme", "newkey", "resign"];
+/// The files the workers exec (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Good,
+    Mix,
+    Bad,
+    Revokeme,
+    Newkey,
+    Resign,
+}
+
+impl Slot {
+    const COUNT: usize = 6;
+
+    fn name(self) -> &'static str {
+        match self {
+            Slot::Good => "good",
+            Slot::Mix => "mix",
+            Slot::Bad => "bad",
+            Slot::Revokeme => "revokeme",
+            Slot::Newkey => "newkey",
+            Slot::Resign => "resign",
+        }
+    }
+}
 
 /// What an exec did.
 enum Exec {
@@ -122,16 +145,44 @@ impl Contents {
     }
 }
 
-/// What a mixed slot holds, in its state word (`generation << 2 | kind`; the generation is odd
-/// while the mutator, the slots' only writer, changes the file).
+/// What a tracked file holds: good (correctly signed) content, bad content, or, after a write
+/// failed half-way, anything.
 const GOOD: u64 = 0;
 const BAD: u64 = 1;
-/// A rewrite failed half-way: anything.
 const UNKNOWN: u64 = 2;
 
-/// The state word of a slot whose change has started (`changing`) or ended, holding `kind`.
-fn next_state(state: u64, kind: u64) -> u64 {
-    ((state >> 2) + 1) << 2 | kind
+/// The content of a file with a single writer (the mutator for mixed slots, the CLI loop for
+/// `resign`), as that writer knows it: a state word `generation << 2 | content`, the
+/// generation odd while the file changes. An exec that reads the same even word before and
+/// after knows what the file held throughout.
+struct Tracked(AtomicU64);
+
+impl Tracked {
+    const fn new(content: u64) -> Self {
+        Tracked(AtomicU64::new(content))
+    }
+
+    fn load(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Marks the file as changing; returns what it holds until then.
+    fn begin(&self) -> u64 {
+        let state = self.load();
+        self.0.store((((state >> 2) + 1) << 2) | (state & 3), Ordering::SeqCst);
+        state & 3
+    }
+
+    /// Marks the change done, the file now holding `content`.
+    fn end(&self, content: u64) {
+        self.0.store((((self.load() >> 2) + 1) << 2) | content, Ordering::SeqCst);
+    }
+
+    /// What the file held for the whole time between reading `before` and now, if it did not
+    /// change.
+    fn held_since(&self, before: u64) -> Option<u64> {
+        (self.load() == before && (before >> 2).is_multiple_of(2)).then_some(before & 3)
+    }
 }
 
 /// What the threads share.
@@ -139,13 +190,13 @@ struct Shared {
     stop: AtomicBool,
     /// Odd while the module is not enforcing (permissive or unloaded).
     unenforced: AtomicU64,
-    /// Each mixed slot's state word (see [`GOOD`]).
-    mix: [AtomicU64; MIX_SLOTS],
+    /// What each mixed slot holds.
+    mix: [Tracked; MIX_SLOTS],
     faults: AtomicBool,
     revoke_started: OnceLock<Instant>,
     revoke_done: OnceLock<Instant>,
-    /// `resign`'s state: 0 signed, 1 being removed, 2 unsigned, 3 being signed (mod 4).
-    resign: AtomicU64,
+    /// What `resign` holds: good while signed, bad while its signature is removed.
+    resign: Tracked,
     /// Completed remove-and-sign rounds of `resign`.
     resign_rounds: AtomicU64,
     key_add_started: OnceLock<Instant>,
@@ -158,10 +209,8 @@ struct Shared {
     failed: AtomicU64,
     killed_in_exec: AtomicU64,
     ran_other: AtomicU64,
-    /// Execs judged "must not be loaded" and "must run", per kind of file ([`KINDS`]).
-    judged: [[AtomicU64; 2]; KINDS.len()],
-    /// `newkey` execs that ran, and that were refused: both must happen.
-    newkey: [AtomicU64; 2],
+    /// Execs judged "must not be loaded" and "must run", per [`Slot`].
+    judged: [[AtomicU64; 2]; Slot::COUNT],
     violations: Mutex<Vec<String>>,
 }
 
@@ -201,28 +250,23 @@ fn replace(path: &str, bytes: &[u8], tag: usize) -> std::io::Result<()> {
 /// One exec of a random file, checked.
 fn exec_once(shared: &Shared, rng: &mut Rng) {
     let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 4);
-    let (kind, path) = match pick.checked_sub(GOOD_SLOTS + MIX_SLOTS) {
-        None if pick < GOOD_SLOTS => ("good", slot("good", pick)),
-        None => ("mix", slot("mix", pick - GOOD_SLOTS)),
-        Some(0) => ("bad", slot("bad", rng.below(3))),
-        Some(1) => ("revokeme", format!("{DIR}/revokeme")),
-        Some(2) => ("newkey", format!("{DIR}/newkey")),
-        Some(_) => ("resign", format!("{DIR}/resign")),
+    let (which, path, tracked) = match pick.checked_sub(GOOD_SLOTS + MIX_SLOTS) {
+        None if pick < GOOD_SLOTS => (Slot::Good, slot("good", pick), None),
+        None => (Slot::Mix, slot("mix", pick - GOOD_SLOTS), shared.mix.get(pick - GOOD_SLOTS)),
+        Some(0) => (Slot::Bad, slot("bad", rng.below(3)), None),
+        Some(1) => (Slot::Revokeme, format!("{DIR}/revokeme"), None),
+        Some(2) => (Slot::Newkey, format!("{DIR}/newkey"), None),
+        Some(_) => (Slot::Resign, format!("{DIR}/resign"), Some(&shared.resign)),
     };
     let faults = shared.faults.load(Ordering::SeqCst);
-    let mix_state = |path: &str| {
-        let i = (0..MIX_SLOTS).find(|i| slot("mix", *i) == path)?;
-        Some(shared.mix[i].load(Ordering::SeqCst))
-    };
-    let mix_before = mix_state(&path);
+    let held = tracked.map(Tracked::load);
     let before = shared.unenforced.load(Ordering::SeqCst);
-    let resign_before = shared.resign.load(Ordering::SeqCst);
     let started = Instant::now();
     let result = system::run_traced(&path, faults);
     let ended = Instant::now();
     let after = shared.unenforced.load(Ordering::SeqCst);
-    let resign_after = shared.resign.load(Ordering::SeqCst);
-    let mix_after = mix_state(&path);
+    // What a tracked file held for the whole exec, if it did not change.
+    let content = tracked.zip(held).and_then(|(t, held)| t.held_since(held));
     shared.execs.fetch_add(1, Ordering::Relaxed);
     let what = match result {
         Ok(traced) => outcome(traced),
@@ -236,13 +280,6 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
         Exec::Killed(_) => &shared.killed_in_exec,
     };
     counter.fetch_add(1, Ordering::Relaxed);
-    if kind == "newkey" && !faults {
-        match what {
-            Exec::RanGood => shared.newkey[0].fetch_add(1, Ordering::Relaxed),
-            Exec::Refused => shared.newkey[1].fetch_add(1, Ordering::Relaxed),
-            _ => 0,
-        };
-    }
     let enforced = before == after && before.is_multiple_of(2);
     if !enforced {
         return;
@@ -255,34 +292,25 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
     let not_begun_by_end = |at: &OnceLock<Instant>| at.get().is_none_or(|t| *t > ended);
     let key_trusted = done_before_start(&shared.key_add_done) && not_begun_by_end(&shared.key_remove_started);
     let key_untrusted = not_begun_by_end(&shared.key_add_started) || done_before_start(&shared.key_remove_done);
-    // `resign` stayed signed, or stayed unsigned, for the whole exec.
-    let resign_stable = resign_before == resign_after;
-    let resign_signed = resign_stable && resign_before.is_multiple_of(4);
-    let resign_unsigned = resign_stable && resign_before % 4 == 2;
-    // The mixed slot held the same content for the whole exec.
-    let mix_stable = mix_before == mix_after && mix_before.is_some_and(|state| (state >> 2).is_multiple_of(2));
-    let mix_kind = mix_before.filter(|_| mix_stable).map(|state| state & 3);
     // Content that must not be loaded while enforcing, faults or not.
-    let must_not_load = match kind {
-        "bad" => true,
-        "mix" => mix_kind == Some(BAD),
-        "revokeme" => revoked,
-        "newkey" => key_untrusted,
-        "resign" => resign_unsigned,
-        _ => false,
+    let must_not_load = match which {
+        Slot::Bad => true,
+        Slot::Mix | Slot::Resign => content == Some(BAD),
+        Slot::Revokeme => revoked,
+        Slot::Newkey => key_untrusted,
+        Slot::Good => false,
     };
     // Good content that must run while enforcing without faults.
     let must_run = !faults
-        && match kind {
-            "good" => true,
-            "mix" => mix_kind == Some(GOOD),
-            "revokeme" => not_revoked,
-            "newkey" => key_trusted,
-            "resign" => resign_signed,
-            _ => false,
+        && match which {
+            Slot::Good => true,
+            Slot::Mix | Slot::Resign => content == Some(GOOD),
+            Slot::Revokeme => not_revoked,
+            Slot::Newkey => key_trusted,
+            Slot::Bad => false,
         };
-    if let Some(judged) = KINDS.iter().position(|k| *k == kind).and_then(|i| shared.judged.get(i)) {
-        judged[usize::from(must_run)].fetch_add(u64::from(must_run || must_not_load), Ordering::Relaxed);
+    if must_run || must_not_load {
+        shared.judged[which as usize][usize::from(must_run)].fetch_add(1, Ordering::Relaxed);
     }
     let wrong = match &what {
         // The module refuses before exec's point of no return, so a child the kernel killed
@@ -297,7 +325,7 @@ fn exec_once(shared: &Shared, rng: &mut Rng) {
         _ => false,
     };
     if wrong {
-        shared.violation(format!("{path} ({kind}{}): {what}", if faults { ", faults" } else { "" }));
+        shared.violation(format!("{path} ({}{}): {what}", which.name(), if faults { ", faults" } else { "" }));
     }
 }
 
@@ -309,29 +337,30 @@ fn cli(args: &[&str]) -> Outcome {
     })
 }
 
-/// Until told to stop: re-signs `resign` while it is signed (the same bytes again: execs must
-/// go on running), removes its signature, and signs it again, moving `shared.resign` around
-/// each change.
+/// Until told to stop: re-signs `resign` while it is signed (the same bytes again, not a
+/// change: execs must go on running), removes its signature, and signs it again. A failing
+/// command leaves the file marked as changing, so nothing after it is judged by its content.
 fn resign_loop(shared: &Shared) -> Outcome {
     let path = format!("{DIR}/resign");
     let sign = ["sign", "-q", "--key", KEY, "--cert", CERT, &path];
     while !shared.stop.load(Ordering::Relaxed) {
         cli(&sign)?;
-        shared.resign.fetch_add(1, Ordering::SeqCst);
+        shared.resign.begin();
         cli(&["remove", "-q", &path])?;
-        shared.resign.fetch_add(1, Ordering::SeqCst);
+        shared.resign.end(BAD);
         // Unsigned for long enough that execs see it so.
         std::thread::sleep(Duration::from_millis(1000));
-        shared.resign.fetch_add(1, Ordering::SeqCst);
+        shared.resign.begin();
         cli(&sign)?;
-        shared.resign.fetch_add(1, Ordering::SeqCst);
+        shared.resign.end(GOOD);
         shared.resign_rounds.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(1000));
     }
     Ok(())
 }
 
-/// Replaces, rewrites and truncates the slots at random, keeping the mixed slots' state words.
+/// Replaces, rewrites and truncates the slots at random, keeping track of what each mixed slot
+/// holds.
 fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) {
     if rng.below(4) == 0 {
         let _ = replace(&slot("good", rng.below(GOOD_SLOTS)), &contents.good, tag);
@@ -343,9 +372,8 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
     let path = slot("mix", i);
     let choice = rng.below(contents.bad.len() + 1);
     let (bytes, kind) = contents.bad.get(choice).map_or((&contents.good[..], GOOD), |(_, b)| (&b[..], BAD));
-    let state = shared.mix[i].load(Ordering::SeqCst);
-    let now = state & 3;
-    shared.mix[i].store(next_state(state, now), Ordering::SeqCst);
+    let Some(tracked) = shared.mix.get(i) else { return };
+    let now = tracked.begin();
     // Errors are expected (ETXTBSY while the file runs) and leave the file as it was, except
     // a write that fails after the open emptied the file.
     let kind = match rng.below(3) {
@@ -362,7 +390,7 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
             }
         }
     };
-    shared.mix[i].store(next_state(next_state(state, now), kind), Ordering::SeqCst);
+    tracked.end(kind);
 }
 
 fn set_up(contents: &Contents) -> Outcome {
@@ -501,17 +529,14 @@ const COUNTERS: [&str; 8] = [
 
 /// The exec counters now.
 fn tally(shared: &Shared) -> [u64; 8] {
-    let [not_load, run] = KINDS.map(|kind| judged(shared, kind)).iter().fold([0, 0], |[a, b], [c, d]| [a + c, b + d]);
+    let [not_load, run] = shared
+        .judged
+        .iter()
+        .fold([0, 0], |[a, b], [c, d]| [a + c.load(Ordering::Relaxed), b + d.load(Ordering::Relaxed)]);
     let counters =
         [&shared.execs, &shared.ran_good, &shared.ran_other, &shared.refused, &shared.failed, &shared.killed_in_exec];
     let [execs, good, other, refused, failed, killed] = counters.map(|c| c.load(Ordering::Relaxed));
     [execs, good, other, refused, failed, killed, not_load, run]
-}
-
-/// How many execs of `kind` were judged "must not be loaded" and "must run".
-fn judged(shared: &Shared, kind: &str) -> [u64; 2] {
-    let i = KINDS.iter().position(|k| *k == kind);
-    i.and_then(|i| shared.judged.get(i)).map_or([0, 0], |j| j.each_ref().map(|c| c.load(Ordering::Relaxed)))
 }
 
 /// Prints what a phase did: its exec counters (`after - before`) and `extra`.
@@ -555,11 +580,11 @@ pub(crate) fn run_all() -> bool {
     let shared = Shared {
         stop: AtomicBool::new(false),
         unenforced: AtomicU64::new(0),
-        mix: [const { AtomicU64::new(GOOD) }; MIX_SLOTS],
+        mix: [const { Tracked::new(GOOD) }; MIX_SLOTS],
         faults: AtomicBool::new(false),
         revoke_started: OnceLock::new(),
         revoke_done: OnceLock::new(),
-        resign: AtomicU64::new(0),
+        resign: Tracked::new(GOOD),
         resign_rounds: AtomicU64::new(0),
         key_add_started: OnceLock::new(),
         key_add_done: OnceLock::new(),
@@ -571,8 +596,7 @@ pub(crate) fn run_all() -> bool {
         failed: AtomicU64::new(0),
         killed_in_exec: AtomicU64::new(0),
         ran_other: AtomicU64::new(0),
-        newkey: [AtomicU64::new(0), AtomicU64::new(0)],
-        judged: [const { [AtomicU64::new(0), AtomicU64::new(0)] }; KINDS.len()],
+        judged: [const { [AtomicU64::new(0), AtomicU64::new(0)] }; Slot::COUNT],
         violations: Mutex::new(Vec::new()),
     };
     suite.case("stress_setup", || set_up(&contents));
@@ -595,21 +619,18 @@ pub(crate) fn run_all() -> bool {
         let rounds = shared.resign_rounds.load(Ordering::Relaxed);
         let counted = tally(&shared);
         report("changes", main.as_secs(), [0; 8], counted, &format!("cli_remove_sign_rounds={rounds}"));
-        ensure(counted[6] > 0 && counted[7] > 0, || "no exec was judged both ways".into())?;
-        // Each changing file was seen both ways, so its checks ran. A quick run is too short
-        // for that to be sure (a few remove-and-sign rounds), so only longer runs insist.
-        for kind in ["mix", "resign", "revokeme", "newkey"] {
-            let [not_load, run] = judged(&shared, kind);
-            println!("ELFSIG-STRESS judged kind={kind} must_not_load={not_load} must_run={run}");
-            let required = main >= Duration::from_secs(60);
-            ensure(!required || (not_load > 0 && run > 0), || format!("no {kind} exec was judged both ways"))?;
-        }
         ensure(shared.revoke_done.get().is_some(), || "the revocation never happened".into())?;
         ensure(shared.key_remove_done.get().is_some(), || "the key was never added and removed".into())?;
-        let [ran, refused] = [0, 1].map(|i| shared.newkey[i].load(Ordering::Relaxed));
-        ensure(ran > 0 && refused > 0, || {
-            format!("the added key's file ran {ran} times and was refused {refused} times")
-        })?;
+        // Each changing file was seen both ways, so its checks ran. The revoked file and the
+        // added key's file always are; a quick run has too few remove-and-sign rounds and
+        // mixed-slot changes for that to be sure of the others, so only longer runs insist.
+        for which in [Slot::Mix, Slot::Resign, Slot::Revokeme, Slot::Newkey] {
+            let [not_load, run] = shared.judged[which as usize].each_ref().map(|c| c.load(Ordering::Relaxed));
+            let name = which.name();
+            println!("ELFSIG-STRESS judged kind={name} must_not_load={not_load} must_run={run}");
+            let required = main >= Duration::from_secs(60) || matches!(which, Slot::Revokeme | Slot::Newkey);
+            ensure(!required || (not_load > 0 && run > 0), || format!("no {name} exec was judged both ways"))?;
+        }
         ensure(shared.ran_good.load(Ordering::Relaxed) > 0 && shared.refused.load(Ordering::Relaxed) > 0, || {
             "the execs did not both run and get refused".into()
         })?;
@@ -635,9 +656,7 @@ pub(crate) fn run_all() -> bool {
         violations(&shared)?;
         let after = stats()?;
         let (io, errors) = (grew(&before, &after, "io_error"), grew(&before, &after, "error"));
-        let now = tally(&shared);
-        report("faults", faults.as_secs(), counted, now, &format!("io_error={io} error={errors}"));
-        ensure(now[6] > counted[6], || "no exec under faults was judged".into())?;
+        report("faults", faults.as_secs(), counted, tally(&shared), &format!("io_error={io} error={errors}"));
         ensure(io + errors > 0, || "no injected fault reached the module".into())
     });
 
