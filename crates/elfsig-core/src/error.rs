@@ -5,11 +5,13 @@
 
 use core::fmt;
 
+use super::IoError;
+
 /// Any failure while parsing a file or its signature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// Reading the file failed, or it ended before a range that its own headers promised.
-    Io,
+    Io(IoError),
     /// The file is not a well-formed ELF file.
     Elf(ElfError),
     /// The file carries a signature section that is not well formed.
@@ -106,15 +108,16 @@ pub enum SignatureError {
     Duplicate,
 }
 
-/// Why a file is refused: the shared vocabulary of the CLI's `verify` and the kernel module.
+/// Why a file is refused: one vocabulary for the CLI's messages and `--json` output, the kernel
+/// module's counters and its log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejection {
+pub enum Reason {
     /// The file is a well-formed ELF without a signature.
     Unsigned,
     /// The file is not a well-formed ELF.
-    MalformedElf(ElfError),
-    /// The signature section cannot be parsed.
-    MalformedSignature(SignatureError),
+    MalformedElf,
+    /// The signature cannot be parsed.
+    MalformedSignature,
     /// The signature names a key that is not trusted.
     UnknownKey,
     /// The signature does not verify with the key it names.
@@ -124,17 +127,59 @@ pub enum Rejection {
     /// The signed content has been revoked.
     Revoked,
     /// The file could not be read.
-    Io,
+    IoError,
+    /// Verification could not run: out of memory, a failing hash or keyring.
+    Error,
+    /// A policy, not a verification, refuses it: the dynamic loader run directly while the
+    /// kernel module's loader policy is `deny`.
+    LoaderExec,
 }
 
-impl From<Error> for Rejection {
-    fn from(error: Error) -> Self {
-        match error {
-            Error::Io => Rejection::Io,
-            Error::Elf(e) => Rejection::MalformedElf(e),
-            Error::Signature(e) => Rejection::MalformedSignature(e),
+impl Reason {
+    /// Every reason, in the order the kernel module's counters list them.
+    pub const ALL: [Reason; 10] = [
+        Reason::Unsigned,
+        Reason::MalformedElf,
+        Reason::MalformedSignature,
+        Reason::UnknownKey,
+        Reason::BadSignature,
+        Reason::Modified,
+        Reason::Revoked,
+        Reason::IoError,
+        Reason::Error,
+        Reason::LoaderExec,
+    ];
+
+    /// The reason's name: the kernel module's counter and log word, and the CLI's `--json`
+    /// error kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Unsigned => "unsigned",
+            Reason::MalformedElf => "malformed_elf",
+            Reason::MalformedSignature => "malformed_signature",
+            Reason::UnknownKey => "unknown_key",
+            Reason::BadSignature => "bad_signature",
+            Reason::Modified => "modified",
+            Reason::Revoked => "revoked",
+            Reason::IoError => "io_error",
+            Reason::Error => "error",
+            Reason::LoaderExec => "loader_exec",
         }
     }
+
+    /// The reason for a file that cannot be parsed.
+    pub fn of(error: Error) -> Self {
+        match error {
+            Error::Io(_) => Reason::IoError,
+            Error::Elf(_) => Reason::MalformedElf,
+            Error::Signature(_) => Reason::MalformedSignature,
+        }
+    }
+}
+
+impl Error {
+    /// The file ended before a range its own headers promise.
+    pub const END: Error = Error::Io(IoError::End);
 }
 
 impl From<ElfError> for Error {
@@ -152,7 +197,7 @@ impl From<SignatureError> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io => f.write_str("read error or file shorter than its headers say"),
+            Error::Io(e) => write!(f, "{e}"),
             Error::Elf(e) => write!(f, "malformed ELF: {e}"),
             Error::Signature(e) => write!(f, "malformed signature: {e}"),
         }
@@ -215,17 +260,29 @@ impl fmt::Display for SignatureError {
     }
 }
 
-impl fmt::Display for Rejection {
+impl fmt::Display for IoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rejection::Unsigned => f.write_str("not signed"),
-            Rejection::MalformedElf(e) => write!(f, "malformed ELF: {e}"),
-            Rejection::MalformedSignature(e) => write!(f, "malformed signature: {e}"),
-            Rejection::UnknownKey => f.write_str("signed by an unknown key"),
-            Rejection::BadSignature => f.write_str("bad signature (the signature does not verify)"),
-            Rejection::Modified => f.write_str("modified since it was signed"),
-            Rejection::Revoked => f.write_str("revoked"),
-            Rejection::Io => f.write_str("read error"),
+        match *self {
+            IoError::Errno(errno) => write!(f, "read error (errno {errno})"),
+            IoError::End => f.write_str("file is shorter than its headers say"),
         }
+    }
+}
+
+/// The sentence the CLI prints; [`Reason::name`] is the word machines read.
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Reason::Unsigned => "not signed",
+            Reason::MalformedElf => "malformed ELF",
+            Reason::MalformedSignature => "malformed signature",
+            Reason::UnknownKey => "signed by an unknown key",
+            Reason::BadSignature => "bad signature (the signature does not verify)",
+            Reason::Modified => "modified since it was signed",
+            Reason::Revoked => "revoked",
+            Reason::IoError => "read error",
+            Reason::Error => "verification failed",
+            Reason::LoaderExec => "the dynamic loader may not be run directly",
+        })
     }
 }

@@ -48,19 +48,21 @@ pub mod payload;
 pub mod range;
 pub mod read;
 pub mod record;
+pub mod verify;
 #[cfg(feature = "signer")]
 pub mod view;
 
 pub use elf::{Class, ElfFile, FileHeader, SectionHeader, SectionTable};
 pub use endian::Endian;
-pub use error::{ElfError, Error, Rejection, SignatureError};
+pub use error::{ElfError, Error, Reason, SignatureError};
 #[cfg(feature = "signer")]
 pub use layout::{LayoutAnchor, SignedLayout};
 pub use locate::{find_signature, Anchor, SignatureLocation};
 pub use payload::Payload;
 pub use range::ByteRange;
-pub use read::{IoError, ReadAt};
+pub use read::{IoError, ReadAt, ReadSomeAt, Source, Windowed};
 pub use record::{HashAlgorithm, Original, SignedRecord};
+pub use verify::{verify, Detail, Refused, Scratch, Sha256, Structure, Trust, Verified};
 #[cfg(feature = "signer")]
 pub use view::{OriginalView, SignedView};
 

@@ -24,8 +24,8 @@ struct PatchedHeader {
 impl PatchedHeader {
     fn read(file: &mut dyn ReadAt, header: &FileHeader, fields: SectionFields) -> Result<Self, Error> {
         let mut bytes = [0u8; FileHeader::MAX_LEN];
-        let len = usize::try_from(header.class.header_len()).map_err(|_| Error::Io)?;
-        let window = bytes.get_mut(..len).ok_or(Error::Io)?;
+        let len = usize::try_from(header.class.header_len()).map_err(|_| Error::END)?;
+        let window = bytes.get_mut(..len).ok_or(Error::END)?;
         file.read_exact_at(0, window)?;
         header.write_section_fields(window, fields)?;
         Ok(PatchedHeader { bytes, len })
@@ -134,23 +134,26 @@ impl<'a> SignedView<'a> {
         let copied = self.layout.copied_sections();
         match (index.checked_sub(copied), self.layout.original_sections) {
             (None, Some(table)) => {
-                let original = table.entry(self.original, index).map_err(|_| IoError)?;
+                let original = table.entry(self.original, index).map_err(|e| match e {
+                    Error::Io(io) => io,
+                    _ => IoError::End,
+                })?;
                 Ok(self.layout.copied_section(index, original))
             }
-            (Some(k), _) => self.layout.added_section(k).ok_or(IoError),
-            (None, None) => Err(IoError),
+            (Some(k), _) => self.layout.added_section(k).ok_or(IoError::End),
+            (None, None) => Err(IoError::End),
         }
     }
 
     /// Fills a prefix of `out` with the file from `pos` on, up to the end of a piece (or of a
     /// section header); returns how many bytes it filled (at least one when `out` is not empty).
     fn fill(&mut self, pos: u64, out: &mut [u8]) -> Result<usize, IoError> {
-        let (piece, start, end) = self.piece(pos).ok_or(IoError)?;
-        let within = pos.checked_sub(start).ok_or(IoError)?;
+        let (piece, start, end) = self.piece(pos).ok_or(IoError::End)?;
+        let within = pos.checked_sub(start).ok_or(IoError::End)?;
         let left_in_piece = usize::try_from(end.saturating_sub(pos)).unwrap_or(usize::MAX);
         let n = out.len().min(left_in_piece);
-        let out = out.get_mut(..n).ok_or(IoError)?;
-        let within_usize = usize::try_from(within).map_err(|_| IoError)?;
+        let out = out.get_mut(..n).ok_or(IoError::End)?;
+        let within_usize = usize::try_from(within).map_err(|_| IoError::End)?;
         match piece {
             Piece::Original => {
                 self.original.read_exact_at(pos, out)?;
@@ -162,30 +165,33 @@ impl<'a> SignedView<'a> {
                 Ok(n)
             }
             Piece::CopiedNames => {
-                let from = self.layout.names_source.offset.checked_add(within).ok_or(IoError)?;
+                let from = self.layout.names_source.offset.checked_add(within).ok_or(IoError::End)?;
                 self.original.read_exact_at(from, out)?;
                 Ok(n)
             }
-            Piece::NamesSuffix => Ok(copy_prefix(out, self.layout.names_suffix.get(within_usize..).ok_or(IoError)?)),
+            Piece::NamesSuffix => {
+                Ok(copy_prefix(out, self.layout.names_suffix.get(within_usize..).ok_or(IoError::End)?))
+            }
             Piece::Payload if self.payload.is_empty() => {
                 out.fill(0);
                 Ok(n)
             }
-            Piece::Payload => Ok(copy_prefix(out, self.payload.get(within_usize..).ok_or(IoError)?)),
+            Piece::Payload => Ok(copy_prefix(out, self.payload.get(within_usize..).ok_or(IoError::End)?)),
             Piece::Trailer => {
                 let trailer = encode_trailer(self.layout.payload);
-                Ok(copy_prefix(out, trailer.get(within_usize..).ok_or(IoError)?))
+                Ok(copy_prefix(out, trailer.get(within_usize..).ok_or(IoError::End)?))
             }
             Piece::Sections => {
                 let class = self.layout.header.class;
                 let entry_len = class.section_header_len();
-                let index = within.checked_div(entry_len).ok_or(IoError)?;
-                let skip = usize::try_from(within.checked_rem(entry_len).ok_or(IoError)?).map_err(|_| IoError)?;
+                let index = within.checked_div(entry_len).ok_or(IoError::End)?;
+                let skip =
+                    usize::try_from(within.checked_rem(entry_len).ok_or(IoError::End)?).map_err(|_| IoError::End)?;
                 let section = self.section(index)?;
                 let mut encoded = [0u8; SectionHeader::MAX_LEN];
-                section.write(&mut encoded, class, self.layout.header.endian).map_err(|_| IoError)?;
-                let entry = encoded.get(..usize::try_from(entry_len).map_err(|_| IoError)?).ok_or(IoError)?;
-                Ok(copy_prefix(out, entry.get(skip..).ok_or(IoError)?))
+                section.write(&mut encoded, class, self.layout.header.endian).map_err(|_| IoError::End)?;
+                let entry = encoded.get(..usize::try_from(entry_len).map_err(|_| IoError::End)?).ok_or(IoError::End)?;
+                Ok(copy_prefix(out, entry.get(skip..).ok_or(IoError::End)?))
             }
         }
     }
@@ -198,10 +204,10 @@ impl ReadAt for SignedView<'_> {
         while !rest.is_empty() {
             let n = self.fill(pos, rest)?;
             if n == 0 {
-                return Err(IoError);
+                return Err(IoError::End);
             }
-            pos = pos.checked_add(u64::try_from(n).map_err(|_| IoError)?).ok_or(IoError)?;
-            rest = rest.get_mut(n..).ok_or(IoError)?;
+            pos = pos.checked_add(u64::try_from(n).map_err(|_| IoError::End)?).ok_or(IoError::End)?;
+            rest = rest.get_mut(n..).ok_or(IoError::End)?;
         }
         Ok(())
     }
@@ -242,9 +248,9 @@ impl<'a> OriginalView<'a> {
 
 impl ReadAt for OriginalView<'_> {
     fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let len = u64::try_from(buf.len()).map_err(|_| IoError)?;
-        if offset.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(IoError);
+        let len = u64::try_from(buf.len()).map_err(|_| IoError::End)?;
+        if !offset.checked_add(len).is_some_and(|end| end <= self.len) {
+            return Err(IoError::End);
         }
         self.signed.read_exact_at(offset, buf)?;
         self.header.overlay(offset, buf);

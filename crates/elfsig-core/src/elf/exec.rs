@@ -78,12 +78,12 @@ fn has_soname(file: &mut dyn ReadAt, file_len: u64, header: &FileHeader, dynamic
     let available = file_len.saturating_sub(dynamic.offset).min(dynamic.len);
     let count = (available.checked_div(entry_len).unwrap_or(0)).min(MAX_DYNAMIC_ENTRIES);
     let mut buf = [0u8; 16];
-    let bytes = buf.get_mut(..usize::try_from(entry_len).map_err(|_| ElfError::TooLarge)?).ok_or(Error::Io)?;
+    let bytes = buf.get_mut(..usize::try_from(entry_len).map_err(|_| ElfError::TooLarge)?).ok_or(Error::END)?;
     for index in 0..count {
         let offset =
             index.checked_mul(entry_len).and_then(|at| dynamic.offset.checked_add(at)).ok_or(ElfError::TooLarge)?;
         file.read_exact_at(offset, bytes)?;
-        let tag = Fields { bytes, endian: header.endian }.word(0, wide).ok_or(Error::Io)?;
+        let tag = Fields { bytes, endian: header.endian }.word(0, wide).ok_or(Error::END)?;
         match tag {
             DT_SONAME => return Ok(true),
             DT_NULL => return Ok(false),

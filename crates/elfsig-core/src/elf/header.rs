@@ -166,7 +166,7 @@ impl FileHeader {
     pub fn read(file: &mut dyn ReadAt, file_len: u64) -> Result<Self, Error> {
         let mut buf = [0u8; Self::MAX_LEN];
         let available = usize::try_from(file_len).unwrap_or(Self::MAX_LEN).min(Self::MAX_LEN);
-        let bytes = buf.get_mut(..available).ok_or(Error::Io)?;
+        let bytes = buf.get_mut(..available).ok_or(Error::END)?;
         file.read_exact_at(0, bytes)?;
         Self::parse(bytes)
     }

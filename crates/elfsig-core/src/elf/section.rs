@@ -70,14 +70,14 @@ impl SectionHeader {
                 sh_entsize: f.word(pick(class, SH_ENTSIZE), w)?,
             })
         })();
-        parsed.ok_or(Error::Io)
+        parsed.ok_or(Error::END)
     }
 
     /// Encodes the header into the start of `out`. `TooLarge` when a field does not fit the
     /// class; `Io` when `out` is too small.
     pub fn write(&self, out: &mut [u8], class: Class, endian: Endian) -> Result<(), Error> {
         let len = usize::try_from(class.section_header_len()).map_err(|_| ElfError::TooLarge)?;
-        let out = out.get_mut(..len).ok_or(Error::Io)?;
+        let out = out.get_mut(..len).ok_or(Error::END)?;
         let mut f = FieldsMut { bytes: out, endian };
         let w = class.is_64();
         let written = (|| {
@@ -182,7 +182,7 @@ impl SectionTable {
 fn read_header(file: &mut dyn ReadAt, offset: u64, class: Class, endian: Endian) -> Result<SectionHeader, Error> {
     let mut buf = [0u8; SectionHeader::MAX_LEN];
     let len = usize::try_from(class.section_header_len()).map_err(|_| ElfError::TooLarge)?;
-    let bytes = buf.get_mut(..len).ok_or(Error::Io)?;
+    let bytes = buf.get_mut(..len).ok_or(Error::END)?;
     file.read_exact_at(offset, bytes)?;
     SectionHeader::parse(bytes, class, endian)
 }
@@ -222,8 +222,8 @@ mod tests {
         let wide = SectionHeader { sh_offset: 1 << 32, ..sample() };
         let mut buf = [0u8; 64];
         assert_eq!(wide.write(&mut buf, Class::Elf32, Endian::Little), Err(Error::Elf(ElfError::TooLarge)));
-        assert_eq!(sample().write(&mut buf[..39], Class::Elf32, Endian::Little), Err(Error::Io));
-        assert_eq!(SectionHeader::parse(&buf[..63], Class::Elf64, Endian::Little), Err(Error::Io));
+        assert_eq!(sample().write(&mut buf[..39], Class::Elf32, Endian::Little), Err(Error::END));
+        assert_eq!(SectionHeader::parse(&buf[..63], Class::Elf64, Endian::Little), Err(Error::END));
     }
 
     #[test]

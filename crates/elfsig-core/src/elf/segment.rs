@@ -58,7 +58,7 @@ impl ProgramHeader {
                 })
             })(),
         };
-        parsed.ok_or(Error::Io)
+        parsed.ok_or(Error::END)
     }
 
     /// The file bytes of the segment.
@@ -105,7 +105,7 @@ impl ProgramTable {
             .ok_or(ElfError::ProgramHeadersOutOfBounds)?;
         let mut buf = [0u8; ProgramHeader::MAX_LEN];
         let len = usize::try_from(entry_len).map_err(|_| ElfError::TooLarge)?;
-        let bytes = buf.get_mut(..len).ok_or(Error::Io)?;
+        let bytes = buf.get_mut(..len).ok_or(Error::END)?;
         file.read_exact_at(offset, bytes)?;
         ProgramHeader::parse(bytes, self.class, self.endian)
     }
