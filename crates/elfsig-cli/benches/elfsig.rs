@@ -146,21 +146,33 @@ const EXEC_PATH_PROGRAMS: [&str; 18] = [
     "true", "umount", "uname",
 ];
 
-/// What the kernel module does on a cache miss, minus the PKCS#7 check (the kernel's RSA, not
-/// this crate's, which `cargo xtask bench` times with `openssl speed`): locate the signature,
-/// read and parse the payload, hash everything else with SHA-256.
+/// Trusts every signature: the kernel's PKCS#7 check is its own RSA, not this crate's, and
+/// `cargo xtask bench` times it with `openssl speed` instead.
+struct AnySignature;
+
+impl elfsig_core::Trust for AnySignature {
+    type Signer = ();
+    type Detail = String;
+
+    fn check_signature(&mut self, _: &[u8], _: &[u8]) -> Result<(), elfsig_core::Refused<String>> {
+        Ok(())
+    }
+
+    fn check_revocation(&mut self, _: &[u8; 32]) -> Result<(), elfsig_core::Refused<String>> {
+        Ok(())
+    }
+}
+
+/// What the kernel module does on a cache miss, minus the PKCS#7 check: elfsig-core's verifier
+/// on the kernel's path (locate the signature, read and parse the payload, hash everything else
+/// with SHA-256).
 fn exec_path_cost(path: &Path) -> [u8; 32] {
-    use elfsig_core::{Payload, find_signature};
-    use sha2::{Digest, Sha256};
+    use elfsig_cli::crypto::trust::{Heap, Sha2};
     let file = std::fs::File::open(path).unwrap();
-    let len = file.metadata().unwrap().len();
-    let mut reader = elfsig_cli::reader::FileReader::new(&file, len);
-    let location = find_signature(&mut reader, len).unwrap().unwrap();
-    let mut payload = vec![0u8; location.payload_len()];
-    Payload::read(&mut reader, &location, &mut payload).unwrap();
-    let mut hasher = Sha256::new();
-    elfsig_cli::stream::hash_ranges(&mut reader, &location.hashed_ranges(), &mut hasher, &mut Vec::new()).unwrap();
-    hasher.finalize().into()
+    let mut reader = elfsig_cli::reader::reader(&file, file.metadata().unwrap().len());
+    let verified =
+        elfsig_core::verify::<Sha2, _, _>(&mut reader, elfsig_core::Structure::Locate, &mut AnySignature, &mut Heap);
+    verified.unwrap().digest
 }
 
 fn exec_path(c: &mut Criterion) {

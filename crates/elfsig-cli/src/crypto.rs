@@ -1,5 +1,7 @@
-//! Keys, certificates and PKCS#7 signatures, on the RustCrypto crates.
+//! Keys, certificates and PKCS#7 signatures, on the RustCrypto crates, and what the core's
+//! verifier needs from them.
 
 pub mod cert;
 pub mod cms;
 pub mod key;
+pub mod trust;

@@ -6,10 +6,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use elfsig_core::view::{OriginalView, SignedView};
-use elfsig_core::{ByteRange, ElfFile, Payload, Rejection, SignatureLocation, SignedLayout, SignedRecord};
+use elfsig_core::{ByteRange, ElfFile, Payload, Reason, SignatureLocation, SignedLayout, SignedRecord};
 
 use crate::error::Error;
-use crate::reader::FileReader;
+use crate::reader::{self, FileReader};
 use crate::stream::{self, StreamError};
 
 /// An open regular file.
@@ -47,21 +47,22 @@ impl OpenFile {
 
     /// A reader over the file.
     pub fn reader(&self) -> FileReader<'_> {
-        FileReader::new(&self.file, self.size())
+        reader::reader(&self.file, self.size())
     }
 
-    /// Turns a core error into the CLI's, with the system's error for read failures.
-    pub fn core_error(&self, error: elfsig_core::Error, reader: &mut FileReader<'_>) -> Error {
+    /// Turns a core error into the CLI's, naming this file when a read failed.
+    pub fn core_error(&self, error: elfsig_core::Error) -> Error {
         match error {
-            elfsig_core::Error::Io => Error::io("cannot read", &self.path, reader.take_error()),
+            elfsig_core::Error::Io(e) => Error::io("cannot read", &self.path, reader::io_error(e)),
             other => other.into(),
         }
     }
 
-    /// Turns a stream error into the CLI's.
-    pub fn stream_error(&self, error: StreamError, reader: &mut FileReader<'_>, written: &Path) -> Error {
+    /// Turns a stream error into the CLI's: a failed read of this file, or a failed write of
+    /// `written`.
+    pub fn stream_error(&self, error: StreamError, written: &Path) -> Error {
         match error {
-            StreamError::Read => Error::io("cannot read", &self.path, reader.take_error()),
+            StreamError::Read(e) => Error::io("cannot read", &self.path, reader::io_error(e)),
             StreamError::Write(e) => Error::io("cannot write", written, e),
         }
     }
@@ -104,14 +105,12 @@ pub struct Analysis {
 /// Validates the file's layout and reads its signature.
 pub fn analyze(file: &OpenFile) -> Result<Analysis, Error> {
     let mut reader = file.reader();
-    let elf = ElfFile::parse(&mut reader, file.size()).map_err(|e| file.core_error(e, &mut reader))?;
+    let elf = ElfFile::parse(&mut reader, file.size()).map_err(|e| file.core_error(e))?;
     let signature = match elf.signature {
         None => None,
         Some(location) => {
             let mut payload = vec![0u8; location.payload_len()];
-            let record = Payload::read(&mut reader, &location, &mut payload)
-                .map_err(|e| file.core_error(e, &mut reader))?
-                .record;
+            let record = Payload::read(&mut reader, &location, &mut payload).map_err(|e| file.core_error(e))?.record;
             Some(Signature { location, payload, record })
         }
     };
@@ -122,7 +121,7 @@ pub fn analyze(file: &OpenFile) -> Result<Analysis, Error> {
 /// that original produced (so that rewriting it loses nothing elfsig did not add) and returns the
 /// original's validated layout. Read it through [`original_view`].
 pub fn recover_original(file: &OpenFile, signature: &Signature) -> Result<ElfFile, Error> {
-    let cannot = |why: String| Error::rejected_with(Rejection::Modified, why);
+    let cannot = |why: String| Error::refused_with(Reason::Modified, why);
     let mut reader = file.reader();
     let mut view = OriginalView::new(&mut reader, &signature.location, &signature.record)?;
     let original_len = view.len();
@@ -150,7 +149,7 @@ pub fn recover_original(file: &OpenFile, signature: &Signature) -> Result<ElfFil
         match stream::ranges_equal(&mut expected, &mut actual, range) {
             Ok(true) => {}
             Ok(false) => return Err(not_ours()),
-            Err(e) => return Err(file.stream_error(e, &mut actual, &file.path)),
+            Err(e) => return Err(file.stream_error(e, &file.path)),
         }
     }
     Ok(original)

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use elfsig_core::Rejection;
+use elfsig_core::{Detail, Reason, Refused};
 
 /// An error, with the message the user sees.
 #[derive(Debug)]
@@ -19,9 +19,9 @@ pub enum Error {
         source: io::Error,
     },
     /// A file was refused: unsigned, malformed, unknown key, bad signature, modified.
-    Rejected {
+    Refused {
         /// Why, in the vocabulary the kernel module shares.
-        rejection: Rejection,
+        reason: Reason,
         /// More detail, when there is any.
         detail: Option<String>,
     },
@@ -43,31 +43,33 @@ impl Error {
     }
 
     /// A refusal without detail.
-    pub fn rejected(rejection: Rejection) -> Self {
-        Error::Rejected { rejection, detail: None }
+    pub fn refused(reason: Reason) -> Self {
+        Error::Refused { reason, detail: None }
     }
 
     /// A refusal with detail.
-    pub fn rejected_with(rejection: Rejection, detail: impl Into<String>) -> Self {
-        Error::Rejected { rejection, detail: Some(detail.into()) }
+    pub fn refused_with(reason: Reason, detail: impl Into<String>) -> Self {
+        Error::Refused { reason, detail: Some(detail.into()) }
     }
 
-    /// A short, stable name for the kind of error, used in `--json` output.
+    /// A refusal by elfsig-core's verifier, reading `path`: a failed read is an I/O error on it.
+    pub fn from_refusal(refused: Refused<String>, path: &Path) -> Self {
+        match refused.detail {
+            Detail::Parse(elfsig_core::Error::Io(e)) => Error::io("cannot read", path, crate::reader::io_error(e)),
+            Detail::None => Error::refused(refused.reason),
+            Detail::Trust(detail) => Error::refused_with(refused.reason, detail),
+            ref detail => Error::refused_with(refused.reason, detail.to_string()),
+        }
+    }
+
+    /// A short, stable name for the kind of error, used in `--json` output: the [`Reason`]'s
+    /// name for refusals.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Io { .. } => "io",
-            Error::Rejected { rejection, .. } => match rejection {
-                Rejection::Unsigned => "unsigned",
-                Rejection::MalformedElf(_) => "malformed-elf",
-                Rejection::MalformedSignature(_) => "malformed-signature",
-                Rejection::UnknownKey => "unknown-key",
-                Rejection::BadSignature => "bad-signature",
-                Rejection::Modified => "modified",
-                Rejection::Revoked => "revoked",
-                Rejection::Io => "io",
-            },
+            Error::Io { .. } => Reason::IoError.name(),
+            Error::Refused { reason, .. } => reason.name(),
             Error::Usage(_) => "usage",
-            Error::Msg(_) => "error",
+            Error::Msg(_) => Reason::Error.name(),
         }
     }
 }
@@ -76,8 +78,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Io { action, path, source } => write!(f, "{action} {}: {source}", path.display()),
-            Error::Rejected { rejection, detail: None } => write!(f, "{rejection}"),
-            Error::Rejected { rejection, detail: Some(detail) } => write!(f, "{rejection}: {detail}"),
+            Error::Refused { reason, detail: None } => write!(f, "{reason}"),
+            Error::Refused { reason, detail: Some(detail) } => write!(f, "{reason}: {detail}"),
             Error::Usage(message) | Error::Msg(message) => f.write_str(message),
         }
     }
@@ -85,8 +87,10 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A file or signature that cannot be parsed. Where a read may have failed,
+/// [`crate::elf_file::OpenFile::core_error`] names the file instead.
 impl From<elfsig_core::Error> for Error {
     fn from(error: elfsig_core::Error) -> Self {
-        Error::rejected(error.into())
+        Error::refused_with(Reason::of(error), Detail::<String>::Parse(error).to_string())
     }
 }

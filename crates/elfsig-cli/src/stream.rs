@@ -17,7 +17,7 @@ pub const CHUNK: usize = 64 << 10;
 #[derive(Debug)]
 pub enum StreamError {
     /// Reading the source failed.
-    Read,
+    Read(IoError),
     /// Writing the destination failed.
     Write(std::io::Error),
 }
@@ -32,7 +32,7 @@ pub fn for_each_chunk(
     buf.resize(CHUNK, 0);
     for chunk in range.chunks(CHUNK as u64) {
         let bytes = &mut buf[..chunk.len as usize];
-        source.read_exact_at(chunk.offset, bytes).map_err(|IoError| StreamError::Read)?;
+        source.read_exact_at(chunk.offset, bytes).map_err(StreamError::Read)?;
         sink(bytes).map_err(StreamError::Write)?;
     }
     Ok(())
@@ -76,8 +76,8 @@ pub fn ranges_equal(a: &mut dyn ReadAt, b: &mut dyn ReadAt, range: ByteRange) ->
     let mut right = vec![0u8; CHUNK];
     for chunk in range.chunks(CHUNK as u64) {
         let n = chunk.len as usize;
-        a.read_exact_at(chunk.offset, &mut left[..n]).map_err(|IoError| StreamError::Read)?;
-        b.read_exact_at(chunk.offset, &mut right[..n]).map_err(|IoError| StreamError::Read)?;
+        a.read_exact_at(chunk.offset, &mut left[..n]).map_err(StreamError::Read)?;
+        b.read_exact_at(chunk.offset, &mut right[..n]).map_err(StreamError::Read)?;
         if left[..n] != right[..n] {
             return Ok(false);
         }

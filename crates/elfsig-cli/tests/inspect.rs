@@ -145,7 +145,7 @@ fn an_unsigned_file() {
     let objects = parse_json_lines(&out.stdout);
     assert_eq!(objects.len(), 1);
     let expected: Flat = [
-        ("schema", "1".to_string()),
+        ("schema", "2".to_string()),
         ("file", quoted(&file.display().to_string())),
         ("elf.class", quoted("ELF64")),
         ("elf.endian", quoted("little")),
@@ -178,7 +178,7 @@ fn a_signed_elf64_little_endian_file() {
     let objects = parse_json_lines(&out.stdout);
     assert_eq!(objects.len(), 1);
     let o = &objects[0];
-    assert_eq!(get(o, "schema"), "1");
+    assert_eq!(get(o, "schema"), "2");
     assert_eq!(get(o, "file"), quoted(&file.display().to_string()));
     assert_eq!(get(o, "elf.class"), quoted("ELF64"));
     assert_eq!(get(o, "elf.endian"), quoted("little"));
@@ -383,14 +383,14 @@ fn several_files_one_line_each_in_order_with_errors_reported_in_place() {
     assert_eq!(objects.len(), 5, "every file is reported");
     for (object, file) in objects.iter().zip(order) {
         assert_eq!(get(object, "file"), quoted(&file.display().to_string()), "in the order given");
-        assert_eq!(get(object, "schema"), "1");
+        assert_eq!(get(object, "schema"), "2");
     }
     assert_eq!(get(&objects[0], "signed"), "true");
-    assert_eq!(get(&objects[1], "error.kind"), quoted("malformed-elf"));
+    assert_eq!(get(&objects[1], "error.kind"), quoted("malformed_elf"));
     assert_eq!(get(&objects[1], "error.message"), quoted("malformed ELF: unknown ELF class 9"));
     assert!(!has(&objects[1], "signed") && !has(&objects[1], "signature") && !has(&objects[1], "elf"));
     assert_eq!(get(&objects[2], "signed"), "false");
-    assert_eq!(get(&objects[3], "error.kind"), quoted("io"));
+    assert_eq!(get(&objects[3], "error.kind"), quoted("io_error"));
     assert!(get(&objects[3], "error.message").contains("No such file or directory"));
     assert_eq!(get(&objects[4], "elf.class"), quoted("ELF32"));
     let stderr = String::from_utf8_lossy(&out.stderr);

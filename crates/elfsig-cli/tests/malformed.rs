@@ -228,7 +228,7 @@ fn malformed_elf_files_are_refused_by_every_command() {
         // One directory per file: the check that nothing is left behind looks at it.
         let scratch = Scratch::new();
         let file = scratch.write(name, &bytes);
-        assert_refused(&file, &expected, Some("malformed-elf"));
+        assert_refused(&file, &expected, Some("malformed_elf"));
     }
 }
 
@@ -241,7 +241,11 @@ fn things_that_are_not_regular_files_are_refused() {
     assert!(dir.is_dir() && fs::read_dir(&dir).unwrap().next().is_none(), "the directory is untouched and empty");
 
     let missing = scratch.path("no-such-file");
-    assert_refused(&missing, &format!("cannot open {}: No such file or directory", missing.display()), Some("io"));
+    assert_refused(
+        &missing,
+        &format!("cannot open {}: No such file or directory", missing.display()),
+        Some("io_error"),
+    );
     assert!(!missing.exists(), "nothing created");
 
     // A character device. Only its name is used, so /dev is not listed for leftovers.
@@ -265,7 +269,7 @@ fn an_unreadable_file_is_refused() {
         eprintln!("skipping the unreadable-file case: running as root, permissions do not stop reads");
         return;
     }
-    assert_refused(&file, &format!("cannot open {}: Permission denied", file.display()), Some("io"));
+    assert_refused(&file, &format!("cannot open {}: Permission denied", file.display()), Some("io_error"));
 }
 
 /// A FIFO must be refused as "not a regular file", not opened: opening a FIFO for reading blocks
@@ -332,7 +336,7 @@ fn a_signature_with_an_unsupported_format_version_is_refused() {
     let (file, signed, offset, _) = signed_ls(&scratch);
     assert_eq!(u16_at(&signed, offset + 8), 1, "the format version is at payload offset + 8");
     fs::write(&file, patched(&signed, |b| b[offset + 8] = 2)).unwrap();
-    assert_refused(&file, "malformed signature: unsupported format version 2", Some("malformed-signature"));
+    assert_refused(&file, "malformed signature: unsupported format version 2", Some("malformed_signature"));
 }
 
 #[test]
@@ -342,7 +346,7 @@ fn a_signature_whose_pkcs7_is_not_der_is_refused() {
     assert_eq!(signed[offset + 96], 0x30, "the PKCS#7 blob follows the 96-byte record");
     fs::write(&file, patched(&signed, |b| b[offset + 96] = 0x31)).unwrap();
     let expected = "malformed signature: PKCS#7 signature is not well formed";
-    assert_refused(&file, expected, Some("malformed-signature"));
+    assert_refused(&file, expected, Some("malformed_signature"));
     // Not one DER structure at all: refused before any PKCS#7 parsing, so without detail.
     let out = run("verify", &keys("a"), &file);
     assert_eq!(String::from_utf8_lossy(&out.stderr), format!("elfsig: {}: {expected}\n", file.display()));
@@ -379,7 +383,7 @@ fn a_signature_whose_pkcs7_is_der_but_not_signed_data_is_refused() {
     }
     let out = elfsig().args(["inspect", "--json"]).arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""error":{"kind":"malformed-signature""#));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""error":{"kind":"malformed_signature""#));
 
     // The record and layout are intact, so the signature is elfsig's own (with a broken blob):
     // remove restores the original and sign replaces the blob.
@@ -404,7 +408,7 @@ fn a_signature_section_that_is_not_last_is_refused() {
     assert_refused(
         &file,
         "malformed signature: signature section is not the last section",
-        Some("malformed-signature"),
+        Some("malformed_signature"),
     );
 }
 
@@ -497,6 +501,6 @@ fn a_trailer_that_does_not_describe_a_payload_is_refused_by_every_command() {
     for (name, bytes, expected) in cases {
         let scratch = Scratch::new();
         let file = scratch.write(name, &bytes);
-        assert_refused(&file, &format!("malformed signature: {expected}"), Some("malformed-signature"));
+        assert_refused(&file, &format!("malformed signature: {expected}"), Some("malformed_signature"));
     }
 }

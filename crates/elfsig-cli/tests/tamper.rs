@@ -45,7 +45,7 @@ const RECORD_LEN: usize = 96;
 /// Offset of the digest in the record.
 const RECORD_DIGEST: usize = 64;
 
-/// Every message `verify` may give for a file it refuses (the `Rejection` vocabulary).
+/// Every message `verify` may give for a file it refuses (the core's `Reason` vocabulary).
 const REJECTIONS: &[&str] = &[
     "not signed",
     "malformed ELF: ",

@@ -5,18 +5,19 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use elfsig_core::{Anchor, Class, Endian, Rejection, SignatureError};
+use elfsig_core::{Anchor, Class, Endian, Reason};
 use serde::Serialize;
 
 use crate::cli::InspectArgs;
 use crate::crypto::cms::{self, SignerId};
+use crate::crypto::trust;
 use crate::elf_file::{self, OpenFile};
 use crate::error::Error;
 use crate::hex;
 use crate::output::{self, Outcome, Verbosity};
 
 /// The JSON schema's version; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything `inspect` reports about one file.
 #[derive(Debug, Default, Serialize)]
@@ -124,7 +125,7 @@ fn fill(report: &mut Report, path: &Path) -> Result<(), Error> {
     };
     let parts = signature.parts()?;
     let parsed = cms::parse(parts.cms)
-        .map_err(|detail| Error::rejected_with(Rejection::MalformedSignature(SignatureError::BadCms), detail))?;
+        .map_err(|detail| Error::refused_with(Reason::MalformedSignature, trust::bad_cms(&detail)))?;
     let record = signature.record;
     let signer = match &parsed.signer {
         SignerId::IssuerAndSerial { issuer, serial } => {

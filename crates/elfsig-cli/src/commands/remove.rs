@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use elfsig_core::{ByteRange, Rejection};
+use elfsig_core::{ByteRange, Reason};
 
 use crate::cli::RemoveArgs;
 use crate::elf_file::{self, OpenFile};
@@ -26,7 +26,7 @@ pub fn remove_file(path: &Path) -> Result<Vec<String>, Error> {
     let file = OpenFile::open(&target)?;
     let analysis = elf_file::analyze(&file)?;
     let Some(signature) = analysis.signature else {
-        return Err(Error::rejected_with(Rejection::Unsigned, "nothing to remove"));
+        return Err(Error::refused_with(Reason::Unsigned, "nothing to remove"));
     };
     elf_file::recover_original(&file, &signature)?;
     let mut replacement = Replacement::new(&target)?;
@@ -38,7 +38,7 @@ pub fn remove_file(path: &Path) -> Result<Vec<String>, Error> {
         }
         Err(e) => return Err(e),
     };
-    copied.map_err(|e| file.stream_error(e, &mut reader, &target))?;
+    copied.map_err(|e| file.stream_error(e, &target))?;
     replacement.commit(&file.file, &file.meta, Keep::Everything)?;
     Ok(crate::replace::hard_link_note(&file.meta, "restored").into_iter().collect())
 }

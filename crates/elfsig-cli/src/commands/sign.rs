@@ -106,7 +106,7 @@ fn write_signed(
     };
     match result {
         Ok(()) => Ok(()),
-        Err(WriteError::Stream(e)) => Err(file.stream_error(e, &mut reader, out_path)),
+        Err(WriteError::Stream(e)) => Err(file.stream_error(e, out_path)),
         Err(WriteError::Other(e)) => Err(e),
     }
 }

@@ -1,19 +1,17 @@
 //! `elfsig verify`: a file passes only with a well-formed signature, by a trusted certificate,
-//! over exactly this file.
+//! over exactly this file. The checks are elfsig-core's, the kernel module's too.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use elfsig_core::{Rejection, SignatureError};
-use sha2::{Digest, Sha256};
+use elfsig_core::Structure;
 
 use crate::cli::VerifyArgs;
 use crate::crypto::cert::{self, TrustedCert};
-use crate::crypto::cms::{self, Untrusted};
+use crate::crypto::trust::{Certificates, Heap, Sha2};
 use crate::elf_file::{self, OpenFile};
 use crate::error::Error;
 use crate::output::{self, Outcome, Verbosity};
-use crate::stream;
 use crate::walk;
 
 /// Runs the command.
@@ -46,37 +44,12 @@ pub struct Verified<'c> {
     pub digest: [u8; 32],
 }
 
-/// Verifies one file against the trusted certificates.
-///
-/// The checks run cheapest and most telling first: structure, then the signature over the
-/// record (which needs no hashing), then the record's binding to this file, then the digest.
+/// Verifies one file against the trusted certificates, after validating its whole layout.
 pub fn verify_file<'c>(path: &Path, trusted: &'c [TrustedCert]) -> Result<Verified<'c>, Error> {
     let file = OpenFile::open(path)?;
-    let analysis = elf_file::analyze(&file)?;
-    let Some(signature) = analysis.signature else {
-        return Err(Error::rejected(Rejection::Unsigned));
-    };
-    let parts = signature.parts()?;
-    let parsed = cms::parse(parts.cms)
-        .map_err(|detail| Error::rejected_with(Rejection::MalformedSignature(SignatureError::BadCms), detail))?;
-    let signer = parsed.verify(parts.record_bytes, trusted).map_err(|why| match why {
-        Untrusted::UnknownKey => Error::rejected_with(Rejection::UnknownKey, format!("signer is {}", parsed.signer)),
-        Untrusted::BadSignature => Error::rejected(Rejection::BadSignature),
-    })?;
-    let record = signature.record;
-    if !record.matches(&signature.location) {
-        return Err(Error::rejected_with(
-            Rejection::Modified,
-            "its length or signature position is not what was signed",
-        ));
-    }
-    let mut hasher = Sha256::new();
     let mut reader = file.reader();
-    stream::hash_ranges(&mut reader, &signature.location.hashed_ranges(), &mut hasher, &mut Vec::new())
-        .map_err(|e| file.stream_error(e, &mut reader, path))?;
-    let digest: [u8; 32] = hasher.finalize().into();
-    if digest != record.digest {
-        return Err(Error::rejected_with(Rejection::Modified, "digest mismatch"));
-    }
-    Ok(Verified { signer, digest })
+    let verified =
+        elfsig_core::verify::<Sha2, _, _>(&mut reader, Structure::ValidateAll, &mut Certificates(trusted), &mut Heap)
+            .map_err(|refused| Error::from_refusal(refused, path))?;
+    Ok(Verified { signer: verified.signer, digest: verified.digest })
 }
