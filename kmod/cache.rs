@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use crate::ffi::FileId;
+use crate::glue::file::FileId;
 
 const WAYS: usize = 4;
 const SETS: usize = 256;
@@ -100,7 +100,10 @@ impl Slot {
         let flags = self.flags.load(Ordering::Relaxed);
         let mut digest = [0u8; 32];
         for (chunk, word) in digest.chunks_exact_mut(8).zip(&self.digest) {
-            for (d, s) in chunk.iter_mut().zip(word.load(Ordering::Relaxed).to_le_bytes()) {
+            for (d, s) in chunk
+                .iter_mut()
+                .zip(word.load(Ordering::Relaxed).to_le_bytes())
+            {
                 *d = s;
             }
         }
@@ -124,7 +127,15 @@ impl Slot {
     fn write(&self, id: &FileId, epoch: u64, entry: &Entry) {
         let seq = self.seq.load(Ordering::Relaxed);
         if seq & 1 == 1
-            || self.seq.compare_exchange(seq, seq.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed).is_err()
+            || self
+                .seq
+                .compare_exchange(
+                    seq,
+                    seq.wrapping_add(1),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_err()
         {
             return;
         }
@@ -137,7 +148,11 @@ impl Slot {
         self.size.store(id.size, Ordering::Relaxed);
         self.version.store(id.version, Ordering::Relaxed);
         self.epoch.store(epoch, Ordering::Relaxed);
-        let flags = if entry.has_interpreter { HAS_INTERPRETER } else { 0 } | if entry.loader { LOADER } else { 0 };
+        let flags = if entry.has_interpreter {
+            HAS_INTERPRETER
+        } else {
+            0
+        } | if entry.loader { LOADER } else { 0 };
         self.flags.store(flags, Ordering::Relaxed);
         for (word, chunk) in self.digest.iter().zip(entry.digest.chunks_exact(8)) {
             let bytes: [u8; 8] = chunk.try_into().unwrap_or([0; 8]);
@@ -158,7 +173,11 @@ pub(crate) struct Cache {
 impl Cache {
     /// An empty cache.
     pub(crate) const fn new() -> Self {
-        Cache { slots: [const { Slot::new() }; ENTRIES], next: [const { AtomicU32::new(0) }; SETS], epoch: AtomicU64::new(1) }
+        Cache {
+            slots: [const { Slot::new() }; ENTRIES],
+            next: [const { AtomicU32::new(0) }; SETS],
+            epoch: AtomicU64::new(1),
+        }
     }
 
     /// The current epoch; entries made in another one do not hit.
@@ -182,12 +201,16 @@ impl Cache {
 
     fn set(&self, index: usize) -> &[Slot] {
         let start = index.saturating_mul(WAYS);
-        self.slots.get(start..start.saturating_add(WAYS)).unwrap_or(&[])
+        self.slots
+            .get(start..start.saturating_add(WAYS))
+            .unwrap_or(&[])
     }
 
     /// What the cache remembers of a file, if it is cached unchanged in `epoch`.
     pub(crate) fn lookup(&self, id: &FileId, epoch: u64) -> Option<Entry> {
-        self.set(Self::set_index(id)).iter().find_map(|slot| slot.read(id, epoch))
+        self.set(Self::set_index(id))
+            .iter()
+            .find_map(|slot| slot.read(id, epoch))
     }
 
     /// Records that the file verified in `epoch`.
@@ -198,9 +221,15 @@ impl Cache {
         let victim = slots
             .iter()
             .position(|s| s.holds(id))
-            .or_else(|| slots.iter().position(|s| s.epoch.load(Ordering::Relaxed) != epoch))
+            .or_else(|| {
+                slots
+                    .iter()
+                    .position(|s| s.epoch.load(Ordering::Relaxed) != epoch)
+            })
             .unwrap_or_else(|| {
-                self.next.get(index).map_or(0, |n| n.fetch_add(1, Ordering::Relaxed) as usize % WAYS)
+                self.next
+                    .get(index)
+                    .map_or(0, |n| n.fetch_add(1, Ordering::Relaxed) as usize % WAYS)
             });
         if let Some(slot) = slots.get(victim) {
             slot.write(id, epoch, entry);

@@ -1,75 +1,162 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The control files in `/sys/kernel/security/elfsig/`: what they show and what writing them
-//! does. The shim checks CAP_SYS_ADMIN before any write reaches here.
-//!
-//! - `mode`: `enforce` or `permissive`; writable unless locked.
-//! - `lock`: `1` once enforce is locked until reboot (which also refuses unloading); write `1`.
-//! - `stats`: the counters, `name value` per line.
-//! - `flush`: write anything to empty the verdict cache (after removing a trusted key).
-//! - `loader`: `deny` refuses running the dynamic loader directly (`ld.so ./program`), `allow`
-//!   lets it run (the default); `allow` is refused while locked.
+//! The control files in `/sys/kernel/security/elfsig/`: one table says which files there are,
+//! their modes, what reading them shows and what writing them does. The shim creates the files
+//! from it (`glue/securityfs.rs`), refuses opening one for writing without CAP_SYS_ADMIN, and
+//! takes a readable file's contents once, when it is opened.
 
 use core::fmt::{self, Write};
 
-use kernel::error::code;
 use kernel::prelude::*;
 
 use crate::policy::STATE;
+use crate::text::Cursor;
 
-const MODE: u32 = 0;
-const LOCK: u32 = 1;
-const STATS: u32 = 2;
-const FLUSH: u32 = 3;
-const LOADER: u32 = 4;
-
-/// Writes into a byte buffer, failing when it is full.
-struct Cursor<'a> {
-    out: &'a mut [u8],
-    len: usize,
+/// A control file.
+pub(crate) struct ControlFile {
+    /// Its name in the directory.
+    pub(crate) name: &'static core::ffi::CStr,
+    /// Its permission bits.
+    pub(crate) mode: u16,
+    /// What reading it shows, if it can be read.
+    read: Option<fn(&mut Cursor<'_>) -> fmt::Result>,
+    /// What writing a word to it does, if it can be written.
+    write: Option<fn(&[u8]) -> Result>,
 }
 
-impl Write for Cursor<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
-        let dst = self.out.get_mut(self.len..end).ok_or(fmt::Error)?;
-        for (d, b) in dst.iter_mut().zip(s.bytes()) {
-            *d = b;
-        }
-        self.len = end;
-        Ok(())
+/// The control directory's name.
+pub(crate) const DIR: &core::ffi::CStr = c"elfsig";
+
+/// Every control file. The index of an entry is how the shim names it.
+pub(crate) static FILES: [ControlFile; 5] = [
+    // `enforce` or `permissive`; writable unless locked.
+    ControlFile {
+        name: c"mode",
+        mode: 0o600,
+        read: Some(read_mode),
+        write: Some(write_mode),
+    },
+    // `1` once enforce is locked until reboot (which also refuses unloading); write `1`.
+    ControlFile {
+        name: c"lock",
+        mode: 0o600,
+        read: Some(read_lock),
+        write: Some(write_lock),
+    },
+    // The counters, `name value` per line.
+    ControlFile {
+        name: c"stats",
+        mode: 0o400,
+        read: Some(read_stats),
+        write: None,
+    },
+    // Write anything to empty the verdict cache (after removing a trusted key).
+    ControlFile {
+        name: c"flush",
+        mode: 0o200,
+        read: None,
+        write: Some(write_flush),
+    },
+    // `deny` refuses running the dynamic loader directly, `allow` (the default) lets it run;
+    // `allow` is refused while locked.
+    ControlFile {
+        name: c"loader",
+        mode: 0o600,
+        read: Some(read_loader),
+        write: Some(write_loader),
+    },
+];
+
+fn read_mode(out: &mut Cursor<'_>) -> fmt::Result {
+    out.write_str(if STATE.enforcing() {
+        "enforce\n"
+    } else {
+        "permissive\n"
+    })
+}
+
+fn write_mode(word: &[u8]) -> Result {
+    match word {
+        b"enforce" => STATE.set_enforcing(true),
+        b"permissive" => STATE.set_enforcing(false),
+        _ => Err(EINVAL),
     }
+}
+
+fn read_lock(out: &mut Cursor<'_>) -> fmt::Result {
+    out.write_str(if STATE.locked() { "1\n" } else { "0\n" })
+}
+
+fn write_lock(word: &[u8]) -> Result {
+    match word {
+        b"1" => {
+            STATE.lock();
+            Ok(())
+        }
+        b"0" if STATE.locked() => Err(EPERM),
+        b"0" => Ok(()),
+        _ => Err(EINVAL),
+    }
+}
+
+fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
+    STATE.stats.snapshot().write_to(out)
+}
+
+fn write_flush(_: &[u8]) -> Result {
+    STATE.cache.flush();
+    Ok(())
+}
+
+fn read_loader(out: &mut Cursor<'_>) -> fmt::Result {
+    out.write_str(if STATE.denying_loader() {
+        "deny\n"
+    } else {
+        "allow\n"
+    })
+}
+
+fn write_loader(word: &[u8]) -> Result {
+    match word {
+        b"deny" => STATE.set_deny_loader(true),
+        b"allow" => STATE.set_deny_loader(false),
+        _ => Err(EINVAL),
+    }
+}
+
+fn file(which: u32) -> Result<&'static ControlFile> {
+    FILES
+        .get(usize::try_from(which).map_err(|_| EINVAL)?)
+        .ok_or(EINVAL)
 }
 
 /// Fills `out` with the contents of control file `which`; returns the length.
 pub(crate) fn read(which: u32, out: &mut [u8]) -> Result<usize> {
-    let mut cursor = Cursor { out, len: 0 };
-    let written = match which {
-        MODE => cursor.write_str(if STATE.enforcing() { "enforce\n" } else { "permissive\n" }),
-        LOCK => cursor.write_str(if STATE.locked() { "1\n" } else { "0\n" }),
-        STATS => STATE.stats.write_to(&mut cursor),
-        LOADER => cursor.write_str(if STATE.denying_loader() { "deny\n" } else { "allow\n" }),
-        _ => return Err(code::EINVAL),
-    };
-    written.map_err(|_| code::ENOSPC)?;
-    Ok(cursor.len)
+    let show = file(which)?.read.ok_or(EINVAL)?;
+    let mut cursor = Cursor::new(out);
+    show(&mut cursor).map_err(|_| ENOSPC)?;
+    Ok(cursor.len())
 }
 
 /// Applies what was written to control file `which`.
 pub(crate) fn write(which: u32, input: &[u8]) -> Result {
-    let word = input.trim_ascii();
-    match (which, word) {
-        (MODE, b"enforce") => STATE.set_enforcing(true),
-        (MODE, b"permissive") => STATE.set_enforcing(false),
-        (LOCK, b"1") => STATE.lock(),
-        (LOCK, b"0") if STATE.locked() => Err(code::EPERM),
-        (LOCK, b"0") => Ok(()),
-        (LOADER, b"deny") => STATE.set_deny_loader(true),
-        (LOADER, b"allow") => STATE.set_deny_loader(false),
-        (FLUSH, _) => {
-            STATE.cache.flush();
-            Ok(())
+    let apply = file(which)?.write.ok_or(EINVAL)?;
+    apply(trim(input))
+}
+
+/// `input` without leading and trailing ASCII whitespace (`echo` adds a newline).
+fn trim(mut input: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = input {
+        if !first.is_ascii_whitespace() {
+            break;
         }
-        _ => Err(code::EINVAL),
+        input = rest;
     }
+    while let [rest @ .., last] = input {
+        if !last.is_ascii_whitespace() {
+            break;
+        }
+        input = rest;
+    }
+    input
 }

@@ -4,21 +4,29 @@
 //! key.
 //!
 //! A binfmt handler at the head of the list checks every ELF program, and the ELF interpreter it
-//! names, before binfmt_elf loads them. The signature format comes from `crates/elfsig-core`,
-//! compiled here from source.
+//! names, before binfmt_elf loads them; a probe at the end of every exec checks that the
+//! interpreter binfmt_elf mapped is the one checked. The signature format and the verification
+//! steps come from `crates/elfsig-core`, compiled here from source.
 
 use kernel::prelude::*;
 
 #[allow(unused_attributes, missing_docs, unreachable_pub)]
+#[rustfmt::skip]
 #[path = "../crates/elfsig-core/src/lib.rs"]
 pub mod elfsig_core;
 
 mod cache;
 mod control;
-mod ffi;
+mod glue;
+mod interpreter;
+mod pending;
 mod policy;
 mod stats;
+mod text;
 mod verify;
+
+use glue::{binfmt, crypto, exec_end, file, keys, module, securityfs};
+use policy::STATE;
 
 module! {
     type: Elfsig,
@@ -28,52 +36,60 @@ module! {
     license: "GPL",
 }
 
-struct Elfsig;
+/// The module, loaded: what init set up, in the order exit takes it down (fields drop in
+/// declaration order), execs first.
+struct Elfsig {
+    _binfmt: binfmt::Registration,
+    _exec_end: exec_end::Probe,
+    _control: securityfs::ControlDir,
+    _faults: file::FaultInjection,
+    _keyring: keys::ModuleKeyring,
+    _sha256: crypto::Transform,
+}
 
 impl kernel::Module for Elfsig {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        policy::configure(ffi::mode_param(), ffi::deny_loader_param(), ffi::lock_param())?;
-        ffi::init()?;
-        let registered = load_embedded_certs().and_then(|certs| ffi::register().map(|()| certs));
-        let certs = match registered {
-            Ok(n) => n,
-            Err(e) => {
-                ffi::exit();
-                return Err(e);
-            }
-        };
-        pr_info!(
-            "{}{}{}, {} embedded certificate(s)\n",
-            if policy::STATE.enforcing() { "enforcing" } else { "permissive" },
-            if policy::STATE.denying_loader() { ", refusing direct runs of the dynamic loader" } else { "" },
-            if policy::STATE.locked() { " (locked)" } else { "" },
-            certs
-        );
-        Ok(Elfsig)
-    }
-}
-
-impl Drop for Elfsig {
-    fn drop(&mut self) {
-        ffi::unregister();
-        ffi::exit();
-        pr_info!("unloaded\n");
+        let params = module::params();
+        STATE.configure(params.mode, params.deny_loader)?;
+        let sha256 = crypto::Transform::alloc()?;
+        let keyring = keys::ModuleKeyring::create()?;
+        load_embedded_certs(&keyring)?;
+        let faults = file::FaultInjection::create();
+        let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
+        let exec_end = exec_end::Probe::register()?;
+        // Nothing can fail from here on: execs reach the module, and the lock pins it.
+        let binfmt = binfmt::Registration::register();
+        if params.lock {
+            STATE.lock();
+        }
+        Ok(Elfsig {
+            _binfmt: binfmt,
+            _exec_end: exec_end,
+            _control: control,
+            _faults: faults,
+            _keyring: keyring,
+            _sha256: sha256,
+        })
     }
 }
 
 /// Adds the certificates embedded at build time (concatenated DER) to the module keyring.
-fn load_embedded_certs() -> Result<usize> {
-    let mut rest = ffi::embedded_certs();
-    let mut count = 0usize;
+fn load_embedded_certs(keyring: &keys::ModuleKeyring) -> Result {
+    let mut rest = module::embedded_certs();
+    let mut index = 0usize;
     while !rest.is_empty() {
-        let len = elfsig_core::der::sequence_len(rest).filter(|&n| n <= rest.len()).ok_or_else(|| {
-            pr_err!("embedded certificates are not concatenated DER\n");
-            EINVAL
-        })?;
+        let len = elfsig_core::der::sequence_len(rest)
+            .filter(|&n| n <= rest.len())
+            .ok_or_else(|| {
+                pr_err!("embedded certificates are not concatenated DER\n");
+                EINVAL
+            })?;
         let (cert, tail) = rest.split_at(len);
-        ffi::add_cert(cert).inspect_err(|e| pr_err!("cannot add embedded certificate {}: {:?}\n", count, e))?;
-        count = count.saturating_add(1);
+        keyring
+            .add_cert(cert)
+            .inspect_err(|e| pr_err!("cannot add embedded certificate {}: {:?}\n", index, e))?;
+        index = index.saturating_add(1);
         rest = tail;
     }
-    Ok(count)
+    Ok(())
 }

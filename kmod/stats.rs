@@ -1,65 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Counters, readable from `/sys/kernel/security/elfsig/stats`.
+//! Counters, readable from `/sys/kernel/security/elfsig/stats`. Refusal reasons are counted
+//! under the names elfsig-core gives them, the words the CLI and the log use too.
 
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// Why a file was refused (or would be, in permissive mode).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reason {
-    /// No signature.
-    Unsigned,
-    /// The signature does not verify.
-    BadSignature,
-    /// Signed by a key no trusted keyring holds.
-    UnknownKey,
-    /// Validly signed, but not what was signed.
-    Modified,
-    /// The signed digest is in the `.blacklist` keyring.
-    Revoked,
-    /// Not a well-formed ELF file or signature.
-    Malformed,
-    /// Reading the file failed.
-    IoError,
-    /// Verification could not run (out of memory, crypto failure).
-    Error,
-    /// A dynamic loader run directly, with `deny_loader` set.
-    LoaderExec,
-}
+use crate::elfsig_core::Reason;
 
-impl Reason {
-    const ALL: [Reason; 9] = [
-        Reason::Unsigned,
-        Reason::BadSignature,
-        Reason::UnknownKey,
-        Reason::Modified,
-        Reason::Revoked,
-        Reason::Malformed,
-        Reason::IoError,
-        Reason::Error,
-        Reason::LoaderExec,
-    ];
-
-    /// The name used in logs and in the stats file.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Reason::Unsigned => "unsigned",
-            Reason::BadSignature => "bad_signature",
-            Reason::UnknownKey => "unknown_key",
-            Reason::Modified => "modified",
-            Reason::Revoked => "revoked",
-            Reason::Malformed => "malformed",
-            Reason::IoError => "io_error",
-            Reason::Error => "error",
-            Reason::LoaderExec => "loader_exec",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
+const REASONS: usize = Reason::ALL.len();
 
 /// The counters.
 pub(crate) struct Stats {
@@ -73,6 +22,8 @@ pub(crate) struct Stats {
     pub(crate) cache_hits: AtomicU64,
     /// Checks that verified the file.
     pub(crate) cache_misses: AtomicU64,
+    /// Execs whose mapped ELF interpreter was not the file checked for them.
+    pub(crate) interpreter_replaced: AtomicU64,
     /// Bytes hashed.
     pub(crate) bytes_hashed: AtomicU64,
     /// Time spent verifying, in ns.
@@ -81,7 +32,7 @@ pub(crate) struct Stats {
     pub(crate) memory: AtomicU64,
     /// Most bytes ever allocated for verification at once.
     pub(crate) memory_peak: AtomicU64,
-    reasons: [AtomicU64; Reason::ALL.len()],
+    reasons: [AtomicU64; REASONS],
 }
 
 /// Memory counted in [`Stats::memory`] until dropped.
@@ -96,6 +47,26 @@ impl Drop for MemoryCharge<'_> {
     }
 }
 
+/// The counters at one moment, read once each before any is formatted.
+pub(crate) struct Snapshot {
+    values: [u64; 10],
+    reasons: [u64; REASONS],
+}
+
+/// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
+const NAMES: [&str; 10] = [
+    "checked",
+    "allowed",
+    "denied",
+    "cache_hits",
+    "cache_misses",
+    "interpreter_replaced",
+    "bytes_hashed",
+    "verify_ns",
+    "memory",
+    "memory_peak",
+];
+
 impl Stats {
     /// All zero.
     pub(crate) const fn new() -> Self {
@@ -105,11 +76,12 @@ impl Stats {
             denied: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
+            interpreter_replaced: AtomicU64::new(0),
             bytes_hashed: AtomicU64::new(0),
             verify_ns: AtomicU64::new(0),
             memory: AtomicU64::new(0),
             memory_peak: AtomicU64::new(0),
-            reasons: [const { AtomicU64::new(0) }; Reason::ALL.len()],
+            reasons: [const { AtomicU64::new(0) }; REASONS],
         }
     }
 
@@ -118,36 +90,64 @@ impl Stats {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Counts a refusal.
+    /// Counts a refusal (or, in permissive mode, a would-be refusal).
     pub(crate) fn refused_for(&self, reason: Reason) {
-        if let Some(counter) = self.reasons.get(reason.index()) {
+        if let Some(counter) = Reason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .and_then(|i| self.reasons.get(i))
+        {
             Self::add(counter, 1);
         }
     }
 
     /// Counts `bytes` of memory until the returned charge is dropped.
     pub(crate) fn charge(&self, bytes: usize) -> MemoryCharge<'_> {
-        let bytes = bytes as u64;
-        let now = self.memory.fetch_add(bytes, Ordering::Relaxed).wrapping_add(bytes);
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        let now = self
+            .memory
+            .fetch_add(bytes, Ordering::Relaxed)
+            .wrapping_add(bytes);
         self.memory_peak.fetch_max(now, Ordering::Relaxed);
         MemoryCharge { stats: self, bytes }
     }
 
-    /// Writes `name value` lines.
-    pub(crate) fn write_to(&self, out: &mut impl Write) -> fmt::Result {
+    /// Every counter, read now.
+    pub(crate) fn snapshot(&self) -> Snapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        writeln!(out, "checked {}", get(&self.checked))?;
-        writeln!(out, "allowed {}", get(&self.allowed))?;
-        writeln!(out, "denied {}", get(&self.denied))?;
-        for (reason, counter) in Reason::ALL.iter().zip(&self.reasons) {
-            writeln!(out, "{} {}", reason.name(), get(counter))?;
+        Snapshot {
+            values: [
+                &self.checked,
+                &self.allowed,
+                &self.denied,
+                &self.cache_hits,
+                &self.cache_misses,
+                &self.interpreter_replaced,
+                &self.bytes_hashed,
+                &self.verify_ns,
+                &self.memory,
+                &self.memory_peak,
+            ]
+            .map(get),
+            reasons: self.reasons.each_ref().map(get),
         }
-        writeln!(out, "cache_hits {}", get(&self.cache_hits))?;
-        writeln!(out, "cache_misses {}", get(&self.cache_misses))?;
-        writeln!(out, "cache_entries {}", crate::cache::ENTRIES)?;
-        writeln!(out, "bytes_hashed {}", get(&self.bytes_hashed))?;
-        writeln!(out, "verify_ns {}", get(&self.verify_ns))?;
-        writeln!(out, "memory {}", get(&self.memory))?;
-        writeln!(out, "memory_peak {}", get(&self.memory_peak))
+    }
+}
+
+impl Snapshot {
+    /// Writes `name value` lines: the first three counters, the reasons, the rest, and the
+    /// cache's size.
+    pub(crate) fn write_to(&self, out: &mut impl Write) -> fmt::Result {
+        let mut counters = NAMES.iter().zip(self.values);
+        for (name, value) in counters.by_ref().take(3) {
+            writeln!(out, "{name} {value}")?;
+        }
+        for (reason, value) in Reason::ALL.iter().zip(self.reasons) {
+            writeln!(out, "{} {value}", reason.name())?;
+        }
+        for (name, value) in counters {
+            writeln!(out, "{name} {value}")?;
+        }
+        writeln!(out, "cache_entries {}", crate::cache::ENTRIES)
     }
 }

@@ -1,160 +1,204 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Verifying one file: elfsig-core locates the signature and parses the payload, the kernel
-//! checks the PKCS#7 signature against its keyrings, the file is hashed in bounded chunks
-//! through the kernel's SHA-256, and the digest is checked against the record and the
-//! `.blacklist` keyring.
+//! The kernel's side of elfsig-core's verifier, which owns the steps and their order: files
+//! read through `kernel_read`, SHA-256 from the crypto API, the kernel's keyrings and
+//! revocation list, buffers from `kvmalloc` counted in the stats. And what exec makes of a file
+//! that verified, read through the same reader.
 
 use core::fmt;
 
 use kernel::alloc::KVVec;
-use kernel::error::{code, Error};
+use kernel::error::Error;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
 use crate::elfsig_core::elf::ExecInfo;
-use crate::elfsig_core::{self as core_format, find_signature, ByteRange, IoError, Payload, ReadAt, Rejection};
-use crate::ffi::{self, pkcs7_errno, FileRef, Sha256};
+use crate::elfsig_core::{
+    verify, Detail, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source, Structure,
+    Trust, Windowed,
+};
+use crate::glue::crypto;
+use crate::glue::file::FileRef;
+use crate::glue::keys::{self, SignatureError as KeyError};
 use crate::policy::STATE;
-use crate::stats::{Reason, Stats};
-
-/// Bytes hashed per read: large enough to amortise each `kernel_read`, small enough to stay in
-/// cache, and a fixed cost whatever the file size.
-const CHUNK: usize = 64 * 1024;
+use crate::stats::{MemoryCharge, Stats};
 
 /// Small reads (headers, the payload's magic, the interpreter's name) go through a window of
 /// this many bytes, so that walking the program headers is one `kernel_read`.
 const WINDOW: usize = 1024;
 
-/// Why a file is refused, with what the log says about it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Failure {
-    /// The category, counted in the stats.
-    pub(crate) reason: Reason,
-    /// The core's description of a malformed file.
-    pub(crate) detail: Option<core_format::Error>,
-    /// The errno behind an I/O or internal error.
-    pub(crate) errno: i32,
-    /// Whether the failure is the ELF interpreter's rather than the program's.
-    pub(crate) interpreter: bool,
+/// A file, read for verification.
+pub(crate) type Reader<'a> = Windowed<FileRef<'a>, [u8; WINDOW]>;
+
+/// A reader over `file`, whose length is its size now.
+pub(crate) fn reader(file: FileRef<'_>) -> Reader<'_> {
+    Windowed::new(file, file.size(), [0; WINDOW])
 }
 
-impl Failure {
-    /// A failure for `reason`.
-    pub(crate) fn new(reason: Reason) -> Self {
-        Failure { reason, detail: None, errno: 0, interpreter: false }
-    }
+/// What the kernel adds to a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KernelDetail {
+    /// The kernel call behind it failed with this errno.
+    Errno(i32),
+    /// The ELF interpreter binfmt_elf mapped is not the file checked for the exec.
+    Replaced,
+}
 
-    fn errno(reason: Reason, error: Error) -> Self {
-        Failure { errno: error.to_errno(), ..Failure::new(reason) }
-    }
-
-    /// An I/O error.
-    pub(crate) fn io(error: Error) -> Self {
-        Failure::errno(Reason::IoError, error)
-    }
-
-    /// Running out of memory, or another internal error.
-    pub(crate) fn internal(error: Error) -> Self {
-        Failure::errno(Reason::Error, error)
-    }
-
-    /// The same failure, about the ELF interpreter.
-    pub(crate) fn in_interpreter(self) -> Self {
-        Failure { interpreter: true, ..self }
-    }
-
-    fn from_core(error: core_format::Error, reader: &KernelReader<'_>) -> Self {
-        match Rejection::from(error) {
-            Rejection::Io => Failure::io(reader.error.unwrap_or(code::EIO)),
-            _ => Failure { detail: Some(error), ..Failure::new(Reason::Malformed) },
+impl fmt::Display for KernelDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelDetail::Errno(errno) => write!(f, "errno {errno}"),
+            KernelDetail::Replaced => {
+                f.write_str("not the file checked: replaced before binfmt_elf mapped it")
+            }
         }
     }
 }
 
+/// A refusal, with what the kernel adds.
+pub(crate) type Refusal = Refused<KernelDetail>;
+
+/// Why a file is refused, and whether it is the ELF interpreter rather than the program.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Failure {
+    /// Why, in elfsig-core's vocabulary.
+    pub(crate) refused: Refused<KernelDetail>,
+    /// Whether the failure is the ELF interpreter's.
+    pub(crate) interpreter: bool,
+}
+
+impl Failure {
+    /// A failure for `reason`, with nothing more to say.
+    pub(crate) fn new(reason: Reason) -> Self {
+        Failure::from(Refused::new(reason))
+    }
+
+    /// Verification could not run: a kernel call failed.
+    pub(crate) fn error(error: Error) -> Self {
+        Failure::from(Refused::by_trust(
+            Reason::Error,
+            KernelDetail::Errno(error.to_errno()),
+        ))
+    }
+
+    /// A file that could not be read.
+    pub(crate) fn io(error: Error) -> Self {
+        Failure::from(Refused::by_trust(
+            Reason::IoError,
+            KernelDetail::Errno(error.to_errno()),
+        ))
+    }
+
+    /// The same failure, about the ELF interpreter.
+    pub(crate) fn in_interpreter(self) -> Self {
+        Failure {
+            interpreter: true,
+            ..self
+        }
+    }
+}
+
+impl From<Refused<KernelDetail>> for Failure {
+    fn from(refused: Refused<KernelDetail>) -> Self {
+        Failure {
+            refused,
+            interpreter: false,
+        }
+    }
+}
+
+/// What the log says: `[ELF interpreter: ]<reason>[ (<detail>)]`, the reason by its name.
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.interpreter {
             f.write_str("ELF interpreter: ")?;
         }
-        f.write_str(self.reason.name())?;
-        if let Some(detail) = self.detail {
-            write!(f, " ({detail})")?;
+        f.write_str(self.refused.reason.name())?;
+        match self.refused.detail {
+            Detail::None => Ok(()),
+            ref detail => write!(f, " ({detail})"),
         }
-        if self.errno != 0 {
-            write!(f, " (errno {})", self.errno)?;
-        }
-        Ok(())
     }
 }
 
-/// Reads a file for the core through `kernel_read`, remembering the last error.
-struct KernelReader<'a> {
-    file: FileRef<'a>,
-    len: u64,
-    error: Option<Error>,
-    window: [u8; WINDOW],
-    window_start: u64,
-    window_len: usize,
-}
+/// SHA-256 through the crypto API, counting what it hashes.
+struct KernelSha256(crypto::Sha256);
 
-impl<'a> KernelReader<'a> {
-    fn new(file: FileRef<'a>) -> Self {
-        KernelReader { file, len: file.size(), error: None, window: [0; WINDOW], window_start: 0, window_len: 0 }
+impl Sha256 for KernelSha256 {
+    fn start() -> Result<Self, i32> {
+        crypto::Sha256::new()
+            .map(KernelSha256)
+            .map_err(|e| e.to_errno())
     }
 
-    /// Reads all of `buf` from `offset`, straight from the file.
-    fn read_direct(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        read_fully(self.file, &mut self.error, offset, buf)
+    fn update(&mut self, bytes: &[u8]) -> Result<(), i32> {
+        Stats::add(
+            &STATE.stats.bytes_hashed,
+            u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+        );
+        self.0.update(bytes).map_err(|e| e.to_errno())
+    }
+
+    fn finish(self) -> Result<[u8; 32], i32> {
+        self.0.finish().map_err(|e| e.to_errno())
     }
 }
 
-/// Reads all of `buf` from `offset` of `file`; on failure records why in `error`.
-fn read_fully(file: FileRef<'_>, error: &mut Option<Error>, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-    let mut done = 0usize;
-    while done < buf.len() {
-        let pos = offset.checked_add(done as u64).ok_or(IoError)?;
-        let rest = buf.get_mut(done..).ok_or(IoError)?;
-        match file.read_at(pos, rest) {
-            Ok(0) => {
-                // The file is shorter than its size said: it shrank under us.
-                *error = Some(code::EIO);
-                return Err(IoError);
+/// The builtin and secondary trusted keyrings, the module's own, and `.blacklist`.
+struct Keyrings;
+
+impl Trust for Keyrings {
+    type Signer = ();
+    type Detail = KernelDetail;
+
+    fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refused<KernelDetail>> {
+        keys::verify_pkcs7(record, cms).map_err(|error| match error {
+            KeyError::UnknownKey => Refused::new(Reason::UnknownKey),
+            KeyError::Rejected => Refused::new(Reason::BadSignature),
+            KeyError::Malformed => Refused::parse(SignatureError::BadCms.into()),
+            KeyError::Failed(e) => {
+                Refused::by_trust(Reason::Error, KernelDetail::Errno(e.to_errno()))
             }
-            Ok(n) => done = done.checked_add(n).ok_or(IoError)?,
-            Err(e) => {
-                *error = Some(e);
-                return Err(IoError);
-            }
+        })
+    }
+
+    fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refused<KernelDetail>> {
+        match keys::is_revoked(digest) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(Refused::new(Reason::Revoked)),
+            Err(e) => Err(Refused::by_trust(
+                Reason::Error,
+                KernelDetail::Errno(e.to_errno()),
+            )),
         }
     }
-    Ok(())
 }
 
-impl ReadAt for KernelReader<'_> {
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let end = offset.checked_add(buf.len() as u64).ok_or(IoError)?;
-        if buf.len() > WINDOW {
-            return self.read_direct(offset, buf);
-        }
-        let window_end = self.window_start.saturating_add(self.window_len as u64);
-        if offset < self.window_start || end > window_end {
-            let len = self.len.saturating_sub(offset).min(WINDOW as u64) as usize;
-            if len < buf.len() {
-                self.error = Some(code::EIO);
-                return Err(IoError);
-            }
-            self.window_len = 0;
-            read_fully(self.file, &mut self.error, offset, self.window.get_mut(..len).ok_or(IoError)?)?;
-            self.window_start = offset;
-            self.window_len = len;
-        }
-        let start = usize::try_from(offset.checked_sub(self.window_start).ok_or(IoError)?).map_err(|_| IoError)?;
-        let src = self.window.get(start..start.saturating_add(buf.len())).ok_or(IoError)?;
-        for (d, s) in buf.iter_mut().zip(src) {
-            *d = *s;
-        }
-        Ok(())
+/// A buffer from `kvmalloc`, counted in the stats while it lives.
+struct Charged {
+    buf: KVVec<u8>,
+    _charge: MemoryCharge<'static>,
+}
+
+impl AsMut<[u8]> for Charged {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+/// Buffers from `kvmalloc` (the hashing chunk is 64 KiB, which `kmalloc` may fail to find
+/// contiguous under fragmentation).
+struct Vmalloc;
+
+impl Scratch for Vmalloc {
+    type Buffer = Charged;
+
+    fn buffer(&mut self, len: usize) -> Option<Charged> {
+        let buf = KVVec::from_elem(0u8, len, GFP_KERNEL).ok()?;
+        Some(Charged {
+            buf,
+            _charge: STATE.stats.charge(len),
+        })
     }
 }
 
@@ -166,76 +210,25 @@ pub(crate) struct Verified<'n> {
     pub(crate) exec: Exec<'n>,
 }
 
-/// Verifies `file`; returns its digest and what exec makes of it (the interpreter's name goes
-/// into `name`), read through the same reader so the headers are not read twice.
-pub(crate) fn verify_file<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Verified<'n>, Failure> {
-    let stats = &STATE.stats;
-    let mut reader = KernelReader::new(file);
-    let len = reader.len;
-    let location = match find_signature(&mut reader, len) {
-        Ok(Some(location)) => location,
-        Ok(None) => return Err(Failure::new(Reason::Unsigned)),
-        Err(e) => return Err(Failure::from_core(e, &reader)),
-    };
-
-    let mut payload_buf = KVec::from_elem(0u8, location.payload_len(), GFP_KERNEL)
-        .map_err(|_| Failure::internal(code::ENOMEM))?;
-    let _payload_charge = stats.charge(payload_buf.len());
-    let payload = match Payload::read(&mut reader, &location, &mut payload_buf) {
-        Ok(payload) => payload,
-        Err(e) => return Err(Failure::from_core(e, &reader)),
-    };
-
-    // The signature over the record first: it needs no hashing, so a file signed by an unknown
-    // key is refused without reading it.
-    if let Err(errno) = ffi::verify_pkcs7(payload.record_bytes, payload.cms) {
-        return Err(match errno {
-            pkcs7_errno::ENOKEY => Failure::new(Reason::UnknownKey),
-            pkcs7_errno::EKEYREJECTED => Failure::new(Reason::BadSignature),
-            pkcs7_errno::EBADMSG | pkcs7_errno::ENOPKG => Failure {
-                detail: Some(core_format::SignatureError::BadCms.into()),
-                ..Failure::new(Reason::Malformed)
-            },
-            other => Failure::internal(Error::from_errno(other)),
-        });
-    }
-    let record = payload.record;
-    if !record.matches(&location) {
-        return Err(Failure::new(Reason::Modified));
-    }
-    let digest = hash(&mut reader, &location.hashed_ranges(), stats)?;
-    if digest != record.digest {
-        return Err(Failure::new(Reason::Modified));
-    }
-    not_revoked(&digest)?;
-    Ok(Verified { digest, exec: read_exec(&mut reader, name)? })
+/// Verifies `file` with elfsig-core's verifier on the kernel's path (only what locating the
+/// signature needs: the signature covers the rest); returns its digest and what exec makes of
+/// it, read through the same reader (the interpreter's name goes into `name`).
+pub(crate) fn verify_file<'n>(
+    file: FileRef<'_>,
+    name: &'n mut KVec<u8>,
+) -> Result<Verified<'n>, Failure> {
+    let mut reader = reader(file);
+    let verified =
+        verify::<KernelSha256, _, _>(&mut reader, Structure::Locate, &mut Keyrings, &mut Vmalloc)?;
+    Ok(Verified {
+        digest: verified.digest,
+        exec: read_exec(&mut reader, name)?,
+    })
 }
 
 /// Refuses a revoked digest, and refuses when revocation cannot be checked.
 pub(crate) fn not_revoked(digest: &[u8; 32]) -> Result<(), Failure> {
-    match ffi::is_revoked(digest) {
-        Ok(false) => Ok(()),
-        Ok(true) => Err(Failure::new(Reason::Revoked)),
-        Err(error) => Err(Failure::internal(error)),
-    }
-}
-
-/// SHA-256 of `ranges` of the file, read in chunks of at most [`CHUNK`] bytes.
-fn hash(reader: &mut KernelReader<'_>, ranges: &[ByteRange], stats: &Stats) -> Result<[u8; 32], Failure> {
-    let total: u64 = ranges.iter().map(|r| r.len).fold(0, u64::saturating_add);
-    let chunk_len = (CHUNK as u64).min(total.max(1)) as usize;
-    let mut buf = KVVec::from_elem(0u8, chunk_len, GFP_KERNEL).map_err(|_| Failure::internal(code::ENOMEM))?;
-    let _charge = stats.charge(buf.len());
-    let mut sha = Sha256::new().map_err(Failure::internal)?;
-    for range in ranges {
-        for chunk in range.chunks(chunk_len as u64) {
-            let bytes = buf.get_mut(..chunk.len as usize).ok_or(Failure::internal(code::EINVAL))?;
-            reader.read_direct(chunk.offset, bytes).map_err(|IoError| Failure::io(reader.error.unwrap_or(code::EIO)))?;
-            sha.update(bytes).map_err(Failure::internal)?;
-            Stats::add(&stats.bytes_hashed, chunk.len);
-        }
-    }
-    sha.finish().map_err(Failure::internal)
+    Ok(Keyrings.check_revocation(digest)?)
 }
 
 /// What exec makes of a file.
@@ -247,22 +240,37 @@ pub(crate) struct Exec<'n> {
 }
 
 /// Reads what exec makes of `file`; the interpreter's name goes into `name` (NUL-terminated).
-pub(crate) fn exec_info<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
-    read_exec(&mut KernelReader::new(file), name)
+pub(crate) fn exec_info<'n>(
+    file: FileRef<'_>,
+    name: &'n mut KVec<u8>,
+) -> Result<Exec<'n>, Failure> {
+    read_exec(&mut reader(file), name)
 }
 
-fn read_exec<'n>(reader: &mut KernelReader<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
-    let len = reader.len;
-    let info = ExecInfo::read(reader, len).map_err(|e| Failure::from_core(e, reader))?;
-    let Some(range) = info.interpreter else { return Ok(Exec { interpreter: None, loader: info.loader }) };
-    *name = KVec::from_elem(0u8, range.len as usize, GFP_KERNEL).map_err(|_| Failure::internal(code::ENOMEM))?;
-    reader.read_exact_at(range.offset, name).map_err(|IoError| Failure::io(reader.error.unwrap_or(code::EIO)))?;
+fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec<'n>, Failure> {
+    let len = reader.len();
+    let info = ExecInfo::read(reader, len).map_err(Refusal::parse)?;
+    let Some(range) = info.interpreter else {
+        return Ok(Exec {
+            interpreter: None,
+            loader: info.loader,
+        });
+    };
+    let malformed = || Failure::new(Reason::MalformedElf);
+    let name_len = usize::try_from(range.len).map_err(|_| malformed())?;
+    *name = KVec::from_elem(0u8, name_len, GFP_KERNEL).map_err(|_| Failure::error(ENOMEM))?;
+    reader
+        .read_exact_at(range.offset, name)
+        .map_err(|e| Refusal::parse(e.into()))?;
     // binfmt_elf requires the last byte to be NUL and uses the string up to the first one.
     if name.last() != Some(&0) {
-        return Err(Failure::new(Reason::Malformed));
+        return Err(malformed());
     }
     let first_nul = name.iter().position(|b| *b == 0).unwrap_or(0);
-    let with_nul = name.get(..=first_nul).ok_or(Failure::new(Reason::Malformed))?;
-    let interpreter = CStr::from_bytes_with_nul(with_nul).map_err(|_| Failure::new(Reason::Malformed))?;
-    Ok(Exec { interpreter: Some(interpreter), loader: info.loader })
+    let with_nul = name.get(..=first_nul).ok_or_else(malformed)?;
+    let interpreter = CStr::from_bytes_with_nul(with_nul).map_err(|_| malformed())?;
+    Ok(Exec {
+        interpreter: Some(interpreter),
+        loader: info.loader,
+    })
 }

@@ -8,17 +8,15 @@ use std::path::{Path, PathBuf};
 
 use crate::cmd::Cmd;
 use crate::kernel::{self, Flavor, Kernel};
-use crate::{Result, keys, parse_options, paths, tools};
+use crate::{Result, flags, keys, paths, tools};
 
 /// Runs the task.
-pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &[], &["--kdir", "--cert"])?;
-    let certs: Vec<PathBuf> = options.values("--cert").map(PathBuf::from).collect();
+pub fn run(options: &flags::BuildKmod) -> Result {
     // Before any kernel build: a typo in a path should not cost minutes.
-    let certs = der_certificates(&certs)?;
-    let tree = match options.value("--kdir") {
+    let certs = der_certificates(&options.cert)?;
+    let tree = match &options.kdir {
         Some(kdir) => {
-            let tree = PathBuf::from(kdir);
+            let tree = kdir.clone();
             kernel::check_prepared(&tree)?;
             deps_for_modules()?;
             tree
@@ -31,9 +29,19 @@ pub fn run(args: &[String]) -> Result {
             kernel::test_kernel(Flavor::Release, &keys.kernel.cert)?.tree
         }
     };
-    let ko = build(&tree, &certs)?;
+    let ko = build(&tree, &certs, Lints::Warn)?;
     eprintln!("xtask: built {}", ko.display());
     Ok(())
+}
+
+/// How the module's own code is held to the kernel's rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lints {
+    /// Compiler warnings are warnings: any tree, any toolchain (`--kdir`, DKMS).
+    Warn,
+    /// The tests: formatted with the kernel's rustfmt configuration, linted with the kernel's
+    /// clippy set (`CLIPPY=1`), and any warning of rustc, clippy or the C compiler fails.
+    Deny,
 }
 
 fn deps_for_modules() -> Result {
@@ -42,7 +50,7 @@ fn deps_for_modules() -> Result {
 
 /// Builds `kmod/` against `tree`, embedding `certs` (concatenated DER); returns the module's
 /// path under `target/kmod/`.
-pub fn build(tree: &Path, certs: &[u8]) -> Result<PathBuf> {
+pub fn build(tree: &Path, certs: &[u8], lints: Lints) -> Result<PathBuf> {
     let kmod = paths::root().join("kmod");
     let out = paths::target().join("kmod");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
@@ -52,10 +60,15 @@ pub fn build(tree: &Path, certs: &[u8]) -> Result<PathBuf> {
     for stale in ["certs.o", "elfsig.o", "elfsig.ko"] {
         let _ = fs::remove_file(kmod.join(stale));
     }
-    kernel::make(
-        tree,
-        &[&format!("M={}", kmod.display()), &format!("ELFSIG_CERTS={}", certs_der.display()), "modules"],
-    )?;
+    let mut args =
+        vec![format!("M={}", kmod.display()), format!("ELFSIG_CERTS={}", certs_der.display()), "modules".to_owned()];
+    if lints == Lints::Deny {
+        check_format(tree, &kmod)?;
+        // Clippy's verdicts are cached with the object: recompile the Rust crate to see them.
+        let _ = fs::remove_file(kmod.join("elfsig_main.o"));
+        args.extend(["CLIPPY=1", "KRUSTFLAGS=-Dwarnings", "KCFLAGS=-Werror"].map(str::to_owned));
+    }
+    kernel::make(tree, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
     let ko = kmod.join("elfsig.ko");
     check_no_panics(&ko)?;
     let copy = out.join("elfsig.ko");
@@ -79,6 +92,17 @@ fn der_certificates(certs: &[PathBuf]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The module's Rust, formatted as the kernel formats its own (`make rustfmtcheck` covers only
+/// the kernel tree): rustfmt with the tree's configuration, from the crate root down. The
+/// included elfsig-core is skipped (`#[rustfmt::skip]`): the workspace formats it.
+fn check_format(tree: &Path, kmod: &Path) -> Result {
+    Cmd::new("rustfmt")
+        .args(["--check", "--edition", "2021", "--config-path"])
+        .arg(tree.join(".rustfmt.toml"))
+        .arg(kmod.join("elfsig_main.rs"))
+        .run()
+}
+
 /// A panic in the kernel is a BUG(): the module must not refer to any panic routine.
 fn check_no_panics(ko: &Path) -> Result {
     let undefined = Cmd::new("nm").arg("-u").arg(ko).read()?;
@@ -93,6 +117,6 @@ fn check_no_panics(ko: &Path) -> Result {
 /// The test kernel of `flavor` and the module built for it (embedding the module test key).
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
-    let ko = build(&kernel.tree, &der_certificates(std::slice::from_ref(&keys.module.cert))?)?;
+    let ko = build(&kernel.tree, &der_certificates(std::slice::from_ref(&keys.module.cert))?, Lints::Deny)?;
     Ok((kernel, ko))
 }

@@ -2,8 +2,10 @@
 //! overflow checks on, panic=abort) into an object file and look for references to any panic
 //! or bounds-check failure routine. The kernel module repeats this check on the `.ko`.
 //!
-//! It works because the core's public API is not generic: every function is compiled into the
-//! object, so every path that could panic shows up as an undefined symbol.
+//! It works because the core's public API is, but for the verifier, not generic: every function
+//! is compiled into the object, so every path that could panic shows up as an undefined symbol.
+//! The verifier (`elfsig_core::verify`) is generic over its environment and is compiled where
+//! it is instantiated: the check on the `.ko` (`xtask/src/kmod.rs`) covers the kernel's.
 
 use crate::Result;
 use crate::cmd::Cmd;

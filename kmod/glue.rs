@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers around the C shim in `shim/`, one module per kernel abstraction.
+//!
+//! Every raw pointer, every call into C and every callback from C is in these modules; the
+//! code above them reads like ordinary Rust. Resources the shim sets up are tokens whose `Drop`
+//! undoes them, so that a failed module init unwinds in order.
+
+pub(crate) mod binfmt;
+pub(crate) mod crypto;
+pub(crate) mod exec_end;
+pub(crate) mod file;
+pub(crate) mod keys;
+pub(crate) mod module;
+pub(crate) mod securityfs;
+
+use kernel::error::Error;
+use kernel::ffi::c_int;
+use kernel::prelude::*;
+
+/// A shim call's return value: negative is an errno.
+fn to_result(ret: c_int) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}

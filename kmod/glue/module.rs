@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module itself (`shim/module.c`): its parameters, the certificates embedded at build
+//! time, pinning it in memory, the clock.
+
+use kernel::ffi::c_char;
+
+extern "C" {
+    fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
+    fn elfsig_shim_lock_param() -> bool;
+    fn elfsig_shim_deny_loader_param() -> bool;
+    fn elfsig_shim_embedded_certs(len: *mut usize) -> *const u8;
+    fn elfsig_shim_pin_module();
+    fn elfsig_shim_now_ns() -> u64;
+}
+
+/// The module parameters, as given at load time.
+pub(crate) struct Params {
+    /// `mode`: `enforce` or `permissive` (anything else is refused by the caller).
+    pub(crate) mode: &'static [u8],
+    /// `deny_loader`.
+    pub(crate) deny_loader: bool,
+    /// `lock`.
+    pub(crate) lock: bool,
+}
+
+/// Reads the module parameters.
+pub(crate) fn params() -> Params {
+    let mut len = 0usize;
+    // SAFETY: returns the `mode` parameter's buffer and its string length.
+    let ptr = unsafe { elfsig_shim_mode_param(&mut len) };
+    let mode = if ptr.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the buffer lives as long as the module, holds `len` initialised bytes, and is
+        // written only while the module loads, before this runs (the parameters are 0444).
+        unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+    };
+    Params {
+        mode,
+        // SAFETY: reads a module parameter, fixed at load time.
+        deny_loader: unsafe { elfsig_shim_deny_loader_param() },
+        // SAFETY: reads a module parameter, fixed at load time.
+        lock: unsafe { elfsig_shim_lock_param() },
+    }
+}
+
+/// Certificates embedded at build time, concatenated DER.
+pub(crate) fn embedded_certs() -> &'static [u8] {
+    let mut len = 0usize;
+    // SAFETY: the shim returns the bounds of a static array in the module's .rodata.
+    let ptr = unsafe { elfsig_shim_embedded_certs(&mut len) };
+    if ptr.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: `ptr` and `len` describe that array, which lives as long as the module.
+    unsafe { core::slice::from_raw_parts(ptr, len) }
+}
+
+/// Takes a reference on this module that is never dropped, so that it cannot be unloaded.
+/// Cannot fail.
+pub(crate) fn pin() {
+    // SAFETY: `__module_get(THIS_MODULE)` on the running module.
+    unsafe { elfsig_shim_pin_module() }
+}
+
+/// Monotonic time in ns.
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: reads the clock.
+    unsafe { elfsig_shim_now_ns() }
+}

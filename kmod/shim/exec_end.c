@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The end of a successful exec: the sched_process_exec tracepoint fires after binfmt_elf has
+ * mapped the program and its ELF interpreter, and before the task runs a single instruction of
+ * either. binfmt_elf opens the interpreter by path after the binfmt handler has checked it, so
+ * that is where the module checks that the interpreter it verified is the one that got mapped.
+ *
+ * A second probe, on sched_process_exit, lets the module forget what a task's failed exec left.
+ * The probes run with preemption disabled: nothing here sleeps.
+ */
+
+#include <linux/binfmts.h>
+#include <linux/errno.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
+
+#include "shim.h"
+
+#ifdef CONFIG_TRACEPOINTS
+static struct tracepoint *elfsig_exec_tp, *elfsig_exit_tp;
+
+static void elfsig_exec_probe(void *data, struct task_struct *task, pid_t old_pid,
+			      struct linux_binprm *bprm)
+{
+	elfsig_exec_loaded(bprm->file);
+}
+
+static void elfsig_exit_probe(void *data, struct task_struct *task)
+{
+	elfsig_task_exit();
+}
+
+static void elfsig_find_tracepoints(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_exec"))
+		elfsig_exec_tp = tp;
+	else if (!strcmp(tp->name, "sched_process_exit"))
+		elfsig_exit_tp = tp;
+}
+
+int elfsig_shim_exec_end_register(void)
+{
+	int err;
+
+	for_each_kernel_tracepoint(elfsig_find_tracepoints, NULL);
+	if (!elfsig_exec_tp || !elfsig_exit_tp)
+		return -ENOENT;
+	err = tracepoint_probe_register(elfsig_exit_tp, elfsig_exit_probe, NULL);
+	if (err)
+		return err;
+	err = tracepoint_probe_register(elfsig_exec_tp, elfsig_exec_probe, NULL);
+	if (err) {
+		tracepoint_probe_unregister(elfsig_exit_tp, elfsig_exit_probe, NULL);
+		tracepoint_synchronize_unregister();
+	}
+	return err;
+}
+
+/* Returns once no probe runs any more, so that the module's code can go. */
+void elfsig_shim_exec_end_unregister(void)
+{
+	tracepoint_probe_unregister(elfsig_exec_tp, elfsig_exec_probe, NULL);
+	tracepoint_probe_unregister(elfsig_exit_tp, elfsig_exit_probe, NULL);
+	tracepoint_synchronize_unregister();
+}
+#else
+int elfsig_shim_exec_end_register(void)
+{
+	return -EOPNOTSUPP;
+}
+
+void elfsig_shim_exec_end_unregister(void) {}
+#endif
+
+/* Which exec this is: the task, and its exec count, which each successful exec increments. */
+void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id)
+{
+	*task = (uintptr_t)current;
+	*exec_id = READ_ONCE(current->self_exec_id);
+}
+
+/*
+ * The identity of the one file besides the program that the new image maps: its ELF
+ * interpreter. 0 when there is none (a static program), 1 with *id filled, -EMLINK when more
+ * than one other file is mapped, -EAGAIN when the address space is locked by someone else (the
+ * caller refuses then: it cannot tell what was mapped).
+ */
+int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *id)
+{
+	const struct inode *own = file_inode(program), *found = NULL;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+	int ret = 0;
+
+	if (!mm)
+		return 0;
+	if (!mmap_read_trylock(mm))
+		return -EAGAIN;
+	for_each_vma(vmi, vma) {
+		const struct inode *inode;
+
+		if (!vma->vm_file)
+			continue;
+		/* The inode the user opened: overlayfs maps a backing file of its own. */
+		inode = file_user_inode(vma->vm_file);
+		if (inode == own || inode == found)
+			continue;
+		if (found) {
+			ret = -EMLINK;
+			break;
+		}
+		found = inode;
+	}
+	if (found && !ret) {
+		elfsig_shim_inode_id(found, id);
+		ret = 1;
+	}
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/* Ends the task before it returns to user space: it never runs an instruction of the image. */
+void elfsig_shim_kill_current(void)
+{
+	force_sig(SIGKILL);
+}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module itself: its parameters, the certificates embedded at build time, pinning it, and
+ * the clock.
+ */
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+
+#include "shim.h"
+
+/* The mode at load time, the loader policy, and whether to lock at once. */
+static char elfsig_mode[16] = "enforce";
+module_param_string(mode, elfsig_mode, sizeof(elfsig_mode), 0444);
+MODULE_PARM_DESC(mode, "enforce (refuse) or permissive (log and allow) at load time");
+
+static bool elfsig_lock;
+module_param_named(lock, elfsig_lock, bool, 0444);
+MODULE_PARM_DESC(lock, "lock enforce mode until reboot and refuse unloading");
+
+static bool elfsig_deny_loader;
+module_param_named(deny_loader, elfsig_deny_loader, bool, 0444);
+MODULE_PARM_DESC(deny_loader, "refuse running the dynamic loader directly (ld.so ./program)");
+
+const char *elfsig_shim_mode_param(size_t *len)
+{
+	*len = strnlen(elfsig_mode, sizeof(elfsig_mode));
+	return elfsig_mode;
+}
+
+bool elfsig_shim_lock_param(void)
+{
+	return elfsig_lock;
+}
+
+bool elfsig_shim_deny_loader_param(void)
+{
+	return elfsig_deny_loader;
+}
+
+/* Certificates embedded at build time (certs.S): concatenated DER. */
+extern const u8 elfsig_embedded_certs[];
+extern const u8 elfsig_embedded_certs_end[];
+
+const u8 *elfsig_shim_embedded_certs(size_t *len)
+{
+	*len = elfsig_embedded_certs_end - elfsig_embedded_certs;
+	return elfsig_embedded_certs;
+}
+
+/* A reference that is never dropped: the module cannot be unloaded any more. Cannot fail. */
+void elfsig_shim_pin_module(void)
+{
+	__module_get(THIS_MODULE);
+}
+
+u64 elfsig_shim_now_ns(void)
+{
+	return ktime_get_ns();
+}
