@@ -12,7 +12,7 @@
 //! that drift hits them all alike.
 
 use elfsig_guest::harness::write_control;
-use elfsig_guest::system;
+use elfsig_guest::{image, system};
 
 /// Owner of the files IMA appraises.
 pub(crate) const IMA_UID: u32 = 4242;
@@ -42,8 +42,8 @@ impl Config {
     /// The directory holding this configuration's copies of the programs.
     pub(crate) fn bin_dir(self) -> &'static str {
         match self {
-            Config::Ima => "/b/ima",
-            _ => "/b/signed",
+            Config::Ima => image::BENCH_IMA_COPIES,
+            _ => image::BENCH_SIGNED,
         }
     }
 
@@ -94,7 +94,7 @@ impl Switch {
     pub(crate) fn enter(&mut self, config: Config) -> Result<(), String> {
         let want = config.module_loaded();
         if want && !self.loaded {
-            system::load_module(std::path::Path::new("/elfsig.ko"), "").map_err(|e| format!("load elfsig.ko: {e}"))?;
+            system::load_module(std::path::Path::new(image::MODULE), "").map_err(|e| format!("load elfsig.ko: {e}"))?;
         } else if !want && self.loaded {
             elfsig_guest::harness::unload_when_idle("elfsig")?;
         }

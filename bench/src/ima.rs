@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use elfsig_guest::harness::Context;
-use elfsig_guest::system;
+use elfsig_guest::{image, system};
 
 use crate::config::{Config, IMA_UID};
 use crate::measure::exec_us;
@@ -20,13 +20,13 @@ const POLICY: &str = "/sys/kernel/security/ima/policy";
 
 /// Sets IMA up; afterwards `/b/ima/<program>` runs only with a valid signature.
 pub(crate) fn setup() -> Result<(), String> {
-    let der = std::fs::read("/b/ima.der").context("read /b/ima.der")?;
+    let der = std::fs::read(image::BENCH_IMA_CERT).context(image::BENCH_IMA_CERT)?;
     let keyring = system::add_key("keyring", "_ima", &[], libc::KEY_SPEC_USER_KEYRING).context("create _ima")?;
     system::add_key("asymmetric", "", &der, keyring).context("add the key to _ima")?;
 
-    std::fs::create_dir_all("/b/ima").context("create /b/ima")?;
-    for entry in std::fs::read_dir("/b/ima-sig").context("list /b/ima-sig")? {
-        let sig_path = entry.context("list /b/ima-sig")?.path();
+    std::fs::create_dir_all(image::BENCH_IMA_COPIES).context(image::BENCH_IMA_COPIES)?;
+    for entry in std::fs::read_dir(image::BENCH_IMA_SIGNATURES).context(image::BENCH_IMA_SIGNATURES)? {
+        let sig_path = entry.context(image::BENCH_IMA_SIGNATURES)?.path();
         let Some(name) = sig_path.file_stem().map(|n| n.to_string_lossy().into_owned()) else { continue };
         copy_signed(&name, &std::fs::read(&sig_path).context("read signature")?)?;
     }
@@ -35,11 +35,11 @@ pub(crate) fn setup() -> Result<(), String> {
 
     // The policy is live: a signed copy runs, an unsigned one owned by the same user does not.
     exec_us(&Config::Ima.program("hello"), &[]).map_err(|e| format!("IMA refuses its signed copy: {e}"))?;
-    let unsigned = "/b/ima/unsigned-check";
-    std::fs::copy("/b/signed/hello", unsigned).context("copy")?;
-    std::os::unix::fs::chown(unsigned, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
-    std::fs::set_permissions(unsigned, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
-    match exec_us(unsigned, &[]) {
+    let unsigned = format!("{}/unsigned-check", image::BENCH_IMA_COPIES);
+    std::fs::copy(format!("{}/hello", image::BENCH_SIGNED), &unsigned).context("copy")?;
+    std::os::unix::fs::chown(&unsigned, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
+    std::fs::set_permissions(&unsigned, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
+    match exec_us(&unsigned, &[]) {
         Err(e) if e.contains("Permission denied") => Ok(()),
         other => Err(format!("IMA let an unsigned program run: {other:?}")),
     }
@@ -48,7 +48,7 @@ pub(crate) fn setup() -> Result<(), String> {
 /// Copies `/b/signed/<name>` to `/b/ima/<name>`, owned by [`IMA_UID`], with `signature` in
 /// `security.ima`.
 pub(crate) fn copy_signed(name: &str, signature: &[u8]) -> Result<(), String> {
-    let (from, to) = (format!("/b/signed/{name}"), format!("/b/ima/{name}"));
+    let (from, to) = (format!("{}/{name}", image::BENCH_SIGNED), format!("{}/{name}", image::BENCH_IMA_COPIES));
     std::fs::copy(&from, &to).context(&format!("copy {from}"))?;
     std::os::unix::fs::chown(&to, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
     std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).context("chmod")?;

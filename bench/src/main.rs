@@ -18,6 +18,7 @@ mod measure;
 mod unixbench;
 
 use config::{Config, Switch};
+use elfsig_guest::image;
 use measure::Effort;
 
 fn main() {
@@ -29,17 +30,18 @@ fn main() {
     }
     elfsig_guest::boot();
     // elfsig.part=INDEX/COUNT: which share of the rounds this VM measures.
-    let part = elfsig_guest::cmdline("elfsig.part").unwrap_or_else(|| "0/1".into());
+    let part = elfsig_guest::cmdline(image::BENCH_PART).unwrap_or_else(|| "0/1".into());
     let (index, count) =
         part.split_once('/').and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?))).unwrap_or((0, 1));
-    let quick = elfsig_guest::cmdline("elfsig.quick").as_deref() == Some("1");
+    let quick = elfsig_guest::cmdline(image::BENCH_QUICK).as_deref() == Some("1");
     let effort = Effort { quick, index, count };
-    let suites = elfsig_guest::cmdline("elfsig.suites");
+    let suites = elfsig_guest::cmdline(image::BENCH_SUITES);
     let result = run(effort, |suite| suites.as_deref().is_none_or(|list| list.split(',').any(|s| s == suite)));
     if let Err(e) = &result {
-        println!("ELFSIG-BENCH-ERROR {e}");
+        println!("{}{e}", image::BENCH_ERROR);
     }
-    elfsig_guest::finish(result.is_ok());
+    println!("{}{}", image::BENCH_DONE, if result.is_ok() { "ok" } else { "failed" });
+    elfsig_guest::power_off_if_init();
 }
 
 /// Runs every program a few times in every configuration before anything is timed: the first

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::config::Config;
+use elfsig_guest::image;
 
 /// How much to measure (the full run or `--quick`), and which share of it this VM measures.
 ///
@@ -54,12 +55,12 @@ pub(crate) fn totals(slices: &[[Vec<f64>; 4]]) -> [Vec<f64>; 4] {
 
 /// Records one measurement.
 pub(crate) fn emit(suite: &str, case: &str, config: &str, run: usize, value: f64, unit: &str) {
-    println!("ELFSIG-BENCH {suite},{case},{config},{run},{value:.3},{unit}");
+    println!("{}{suite},{case},{config},{run},{value:.3},{unit}", image::BENCH_MEASUREMENT);
 }
 
 /// Says what is being measured.
 pub(crate) fn progress(message: &str) {
-    println!("ELFSIG-PROGRESS {message}");
+    println!("{}{message}", image::BENCH_PROGRESS);
 }
 
 /// Runs `path` with `args`, output discarded; returns the wall time in microseconds. Fails

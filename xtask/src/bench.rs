@@ -18,7 +18,8 @@ use std::time::Instant;
 use crate::cmd::Cmd;
 use crate::deps::{self, Need};
 use crate::vm::qemu;
-use crate::{Result, keys, kmod, parse_options, paths, tools};
+use crate::{Result, flags, keys, kmod, paths, tools};
+use elfsig_guest::image;
 
 /// What the bench needs besides the kernel build tools.
 const BENCH_PACKAGES: &[Need] = &[
@@ -39,13 +40,12 @@ const BENCH_PACKAGES: &[Need] = &[
 const VMS: usize = 2;
 
 /// Runs the task.
-pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &["--quick"], &["--suite"])?;
-    let suites: Vec<&str> = options.values("--suite").collect();
+pub fn run(options: &flags::Bench) -> Result {
+    let suites: Vec<&str> = options.suite.iter().map(String::as_str).collect();
     if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s)) {
         return Err(format!("unknown suite {unknown:?}; the suites are {}", SUITES.join(", ")));
     }
-    bench(options.flag("--quick"), &suites)
+    bench(options.quick, &suites)
 }
 
 /// The VM's suites, as `--suite` names them.
@@ -69,8 +69,9 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
     let labels: Vec<String> = (0..VMS).map(|i| format!("bench-{i}")).collect();
     let appends: Vec<String> = (0..VMS)
         .map(|i| {
-            let only = if suites.is_empty() { String::new() } else { format!(" elfsig.suites={}", suites.join(",")) };
-            format!("elfsig.quick={} elfsig.part={i}/{VMS}{only}", u8::from(quick))
+            let only =
+                if suites.is_empty() { String::new() } else { format!(" {}={}", image::BENCH_SUITES, suites.join(",")) };
+            format!("{}={} {}={i}/{VMS}{only}", image::BENCH_QUICK, u8::from(quick), image::BENCH_PART)
         })
         .collect();
     let boots: Vec<qemu::Boot<'_>> = (0..VMS)

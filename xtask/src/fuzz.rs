@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cmd::Cmd;
 use crate::deps::{self, FUZZ_TOOLS};
-use crate::{Result, parse_options, paths};
+use crate::{Result, flags, paths};
 
 /// The fuzz targets, and the crate whose `fuzz/` holds each.
 pub const TARGETS: &[(&str, &str)] =
@@ -24,13 +24,9 @@ pub const TARGETS: &[(&str, &str)] =
 const MAX_LEN: u64 = 256 * 1024;
 
 /// Runs the task.
-pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &["--coverage"], &["--seconds", "--target"])?;
-    let seconds: u64 = match options.value("--seconds") {
-        Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
-        None => 60,
-    };
-    let targets: Vec<(&str, &str)> = match options.value("--target") {
+pub fn run(options: &flags::Fuzz) -> Result {
+    let seconds = options.seconds.unwrap_or(60);
+    let targets: Vec<(&str, &str)> = match options.target.as_deref() {
         Some(t) => match TARGETS.iter().find(|(name, _)| *name == t) {
             Some(target) => vec![*target],
             None => {
@@ -40,7 +36,7 @@ pub fn run(args: &[String]) -> Result {
         },
         None => TARGETS.to_vec(),
     };
-    if options.flag("--coverage") { coverage(&targets) } else { fuzz(&targets, seconds) }
+    if options.coverage { coverage(&targets) } else { fuzz(&targets, seconds) }
 }
 
 /// The short run `cargo xtask test` does: the targets build, the seeds pass, and a few seconds of
@@ -144,7 +140,7 @@ fn write_corpus() -> Result<PathBuf> {
         write(&roundtrip.join(name), bytes)?;
     }
     for (name, bytes) in &signed {
-        if let Some(payload_bytes) = last_section(bytes) {
+        if let Some(payload_bytes) = payload_of(bytes) {
             write(&payload.join(name), &payload_bytes)?;
         }
     }
@@ -187,18 +183,10 @@ fn sign_copies(seeds: &[(String, Vec<u8>)]) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(signed)
 }
 
-/// The contents of the last section of an ELF64 little-endian file, or None; used to seed the
-/// payload target from signed files. (Only needs to work on most seeds.)
-fn last_section(bytes: &[u8]) -> Option<Vec<u8>> {
-    let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
-    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
-    if bytes.get(..6)? != b"\x7fELF\x02\x01" {
-        return None;
-    }
-    let shoff = usize::try_from(u64_at(40)?).ok()?;
-    let shnum = usize::from(u16_at(60)?);
-    let last = shoff.checked_add(shnum.checked_sub(1)?.checked_mul(64)?)?;
-    let offset = usize::try_from(u64_at(last + 24)?).ok()?;
-    let size = usize::try_from(u64_at(last + 32)?).ok()?;
-    bytes.get(offset..offset.checked_add(size)?).map(<[u8]>::to_vec)
+/// The signature payload of a signed file, found as the kernel finds it; used to seed the
+/// payload target from signed files.
+fn payload_of(bytes: &[u8]) -> Option<Vec<u8>> {
+    let location = elfsig_core::find_signature(&mut &bytes[..], bytes.len() as u64).ok()??;
+    let range = location.payload;
+    bytes.get(usize::try_from(range.offset).ok()?..usize::try_from(range.end()?).ok()?).map(<[u8]>::to_vec)
 }

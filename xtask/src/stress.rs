@@ -4,17 +4,16 @@
 //! under injected allocation and read failures. `--quick` (30 s of load) is what
 //! `cargo xtask test` runs; the default is 300 s.
 
-use crate::{Result, keys, parse_options, tools, vm};
+use crate::{Result, flags, keys, tools, vm};
 
 /// Seconds of load in a `--quick` run.
 pub const QUICK_SECONDS: u64 = 30;
 
 /// Runs the task.
-pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &["--quick"], &["--seconds"])?;
-    let seconds = match options.value("--seconds") {
-        Some(s) => s.parse().map_err(|_| format!("--seconds {s:?} is not a number"))?,
-        None if options.flag("--quick") => QUICK_SECONDS,
+pub fn run(options: &flags::Stress) -> Result {
+    let seconds = match options.seconds {
+        Some(seconds) => seconds,
+        None if options.quick => QUICK_SECONDS,
         None => 300,
     };
     stress(seconds)

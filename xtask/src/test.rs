@@ -2,12 +2,11 @@
 
 use crate::cmd::Cmd;
 use crate::deps::{self, TEST_PACKAGES};
-use crate::{Result, bench, fuzz, keys, nopanic, parse_options, paths, stress, tools, vm};
+use crate::{Result, bench, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
-pub fn run(args: &[String]) -> Result {
-    let options = parse_options(args, &["--vm-only"], &[])?;
-    if options.flag("--vm-only") {
+pub fn run(options: &flags::Test) -> Result {
+    if options.vm_only {
         return vm_suite();
     }
     let root = paths::root();

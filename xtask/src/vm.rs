@@ -10,6 +10,7 @@ use crate::deps::Need;
 use crate::kernel::Flavor;
 use crate::keys::TestKeys;
 use crate::{kmod, paths, tools};
+use elfsig_guest::{image, ktap};
 
 /// What the VM suites need besides the kernel build tools (openssl issues the test
 /// certificate that the guest adds at run time; strip makes the guest's copy of the CLI small).
@@ -19,7 +20,7 @@ pub const VM_PACKAGES: &[Need] =
 /// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result.
 pub fn test_suite(keys: &TestKeys) -> Result {
-    run_suite(Flavor::Release, keys, "test", "elfsig.suite=test", 900)
+    run_suite(Flavor::Release, keys, "test", &format!("{}=test", image::SUITE), 900)
 }
 
 /// The stress suite on the debug kernel, for `seconds` of load (see
@@ -27,7 +28,8 @@ pub fn test_suite(keys: &TestKeys) -> Result {
 pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
     // Boot, set-up and the final scans take a few minutes under emulation with KASAN.
     let timeout = 600 + 3 * seconds;
-    run_suite(Flavor::Debug, keys, "stress", &format!("elfsig.suite=stress elfsig.seconds={seconds}"), timeout)
+    let append = format!("{}=stress {}={seconds}", image::SUITE, image::STRESS_SECONDS);
+    run_suite(Flavor::Debug, keys, "stress", &append, timeout)
 }
 
 /// Boots the guest on the `flavor` kernel with the test initramfs and `append`, and checks its
@@ -51,27 +53,23 @@ fn run_suite(flavor: Flavor, keys: &TestKeys, label: &str, append: &str, timeout
     check_report(&run.console)
 }
 
-/// Checks the guest's report: every case named, none failed, the run finished.
+/// Checks the guest's KTAP report: the run finished, every planned case was reported, none
+/// failed.
 fn check_report(output: &str) -> Result {
-    let mut passed = 0;
-    let mut failed = Vec::new();
-    for line in output.lines() {
-        if let Some(rest) = line.strip_prefix("ELFSIG-TEST ok ") {
-            passed += 1;
-            eprintln!("  ok    {rest}");
-        } else if let Some(rest) = line.strip_prefix("ELFSIG-TEST FAIL ") {
-            eprintln!("  FAIL  {rest}");
-            failed.push(rest.to_owned());
+    let report = ktap::parse(output);
+    for result in &report.results {
+        let verdict = if result.ok { "ok  " } else { "FAIL" };
+        let why = result.diagnostic.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+        eprintln!("  {verdict} {}{why}", result.name);
+    }
+    match report.check() {
+        Ok(passed) => {
+            eprintln!("xtask: {passed} VM cases passed");
+            Ok(())
+        }
+        Err(why) => {
+            let tail: Vec<&str> = output.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
+            Err(format!("the VM suite failed: {why}\nlast console lines:\n{}", tail.join("\n")))
         }
     }
-    let finished = output.lines().any(|l| l.starts_with("ELFSIG-DONE"));
-    if !failed.is_empty() {
-        return Err(format!("{} VM case(s) failed:\n  {}", failed.len(), failed.join("\n  ")));
-    }
-    if !finished || passed == 0 {
-        let tail: Vec<&str> = output.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(format!("the VM suite did not finish; last console lines:\n{}", tail.join("\n")));
-    }
-    eprintln!("xtask: {passed} VM cases passed");
-    Ok(())
 }

@@ -10,33 +10,43 @@ use std::process::{Command, Output};
 /// A case's outcome: `Err` carries what went wrong.
 pub type Outcome = Result<(), String>;
 
-/// Counts the cases as they run.
-#[derive(Debug, Default)]
-pub struct Suite {
-    passed: usize,
-    failed: usize,
+/// A case: its name and its body.
+type Case<'a> = (String, Box<dyn FnOnce() -> Outcome + 'a>);
+
+/// The cases of a suite, registered in the order they run, then run and reported in KTAP
+/// (see [`crate::ktap`]): registering first lets the report start with how many there are.
+#[derive(Default)]
+pub struct Suite<'a> {
+    cases: Vec<Case<'a>>,
 }
 
-impl Suite {
-    /// Runs one case and reports it.
-    pub fn case(&mut self, name: &str, body: impl FnOnce() -> Outcome) {
-        match body() {
-            Ok(()) => {
-                self.passed += 1;
-                println!("ELFSIG-TEST ok {name}");
-            }
-            Err(why) => {
-                self.failed += 1;
-                println!("ELFSIG-TEST FAIL {name}: {}", why.replace('\n', " | "));
-            }
-        }
+impl std::fmt::Debug for Suite<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.cases.iter().map(|(name, _)| name)).finish()
+    }
+}
+
+impl<'a> Suite<'a> {
+    /// Adds a case.
+    pub fn case(&mut self, name: impl Into<String>, body: impl FnOnce() -> Outcome + 'a) {
+        self.cases.push((name.into(), Box::new(body)));
     }
 
-    /// Reports the totals; true when nothing failed.
-    pub fn finish(self) -> bool {
-        println!("ELFSIG-SUMMARY passed={} failed={}", self.passed, self.failed);
-        self.failed == 0
+    /// Runs every case in order, with `title` as a diagnostic line first; true when all passed.
+    pub fn run(self, title: &str) -> bool {
+        let mut ktap = crate::ktap::Writer::start(self.cases.len());
+        ktap.diagnostic(title);
+        for (name, body) in self.cases {
+            let outcome = body();
+            ktap.result(&name, outcome.as_ref().err().map(String::as_str));
+        }
+        ktap.finish()
     }
+}
+
+/// A diagnostic line in the suite's KTAP output (a measurement, a count).
+pub fn diagnostic(text: impl std::fmt::Display) {
+    println!("# {}", text.to_string().replace('\n', " | "));
 }
 
 /// Turns any error into the case's message, with context.

@@ -1,8 +1,12 @@
 //! What runs inside elfsig's test and bench VMs as PID 1: mounting, the system calls std does
-//! not offer, and the reporting harness. The test runner (`src/main.rs`) and the bench program
-//! (`bench/`) are built on it.
+//! not offer, the reporting harness (in KTAP), and what the host and the guests agree on (the
+//! image's paths, the kernel command line). The test runner (`src/main.rs`) and the bench
+//! program (`bench/`) are built on it; `cargo xtask` reads the same constants and parses the
+//! same KTAP.
 
 pub mod harness;
+pub mod image;
+pub mod ktap;
 pub mod system;
 
 /// Mounts what every guest needs, when running as PID 1.
@@ -18,7 +22,7 @@ pub fn boot() {
         ("tmpfs", "/tmp"),
     ] {
         if let Err(e) = system::mount(fstype, target) {
-            println!("ELFSIG-SETUP cannot mount {fstype} on {target}: {e}");
+            harness::diagnostic(format_args!("cannot mount {fstype} on {target}: {e}"));
         }
     }
 }
@@ -30,9 +34,8 @@ pub fn cmdline(name: &str) -> Option<String> {
     cmdline.split_whitespace().find_map(|w| w.strip_prefix(&prefix)).map(str::to_owned)
 }
 
-/// Reports the end and, as PID 1, ends the VM.
-pub fn finish(ok: bool) {
-    println!("ELFSIG-DONE {}", if ok { "ok" } else { "failed" });
+/// As PID 1, ends the VM.
+pub fn power_off_if_init() {
     if std::process::id() == 1 {
         system::power_off();
     }

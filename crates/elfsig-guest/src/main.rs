@@ -1,24 +1,32 @@
 //! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|stress|probe`)
-//! and reports on the serial console. The host (`cargo xtask test`) parses one
-//! `ELFSIG-TEST ok|FAIL <case>` line per case and a final `ELFSIG-DONE ok|failed`.
+//! and reports it in KTAP on the serial console, which `cargo xtask test` parses.
 
 mod cases;
 mod stress;
 mod tamper;
 
+use elfsig_guest::harness::Suite;
+use elfsig_guest::image;
+
 fn main() {
     elfsig_guest::boot();
-    let ok = match elfsig_guest::cmdline("elfsig.suite").as_deref().unwrap_or("test") {
+    match elfsig_guest::cmdline(image::SUITE).as_deref().unwrap_or("test") {
         "probe" => {
-            println!("ELFSIG-PROBE ok");
-            true
+            let mut suite = Suite::default();
+            suite.case("boots", || Ok(()));
+            suite.run("elfsig: does this accelerator boot the test kernel?");
         }
-        "test" => cases::run_all(),
-        "stress" => stress::run_all(),
+        "test" => {
+            cases::run_all();
+        }
+        "stress" => {
+            stress::run_all();
+        }
         other => {
-            println!("ELFSIG-SETUP unknown suite {other}");
-            false
+            let mut suite = Suite::default();
+            suite.case("suite", move || Err(format!("unknown suite {other}")));
+            suite.run("elfsig");
         }
-    };
-    elfsig_guest::finish(ok);
+    }
+    elfsig_guest::power_off_if_init();
 }

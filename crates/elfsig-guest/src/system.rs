@@ -75,6 +75,34 @@ pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
     check(ret.into()).map(|_| ())
 }
 
+/// Drops capability `cap` (e.g. `CAP_SYS_ADMIN`, 21) from this thread's effective and
+/// permitted sets, for good: the thread stays root for file permissions but loses the privilege.
+pub fn drop_capability(cap: u32) -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let (word, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
+    let mut header = Header { version: VERSION_3, pid: 0 };
+    let mut data = [Data::default(); 2];
+    // SAFETY: a version-3 header and room for its two data words.
+    check(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) })?;
+    let slot = data.get_mut(word).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    slot.effective &= !bit;
+    slot.permitted &= !bit;
+    // SAFETY: as above, with the sets read back minus one capability.
+    check(unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) }).map(|_| ())
+}
+
 /// Forks; the child runs `child` and exits with its return value without unwinding or running
 /// destructors. Returns the child's pid. Only for single-threaded callers.
 pub fn fork(child: impl FnOnce() -> i32) -> io::Result<libc::pid_t> {

@@ -113,8 +113,10 @@ fn criterion_results() -> Result<Vec<Criterion>> {
             else {
                 continue;
             };
-            let Some(mean_ns) = json_number_after(&estimates, "\"mean\"", "\"point_estimate\"") else { continue };
-            let bytes = json_number_after(&meta, "\"throughput\"", "\"Bytes\"");
+            let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+            let (estimates, meta) = (parse(&estimates), parse(&meta));
+            let Some(mean_ns) = estimates["mean"]["point_estimate"].as_f64() else { continue };
+            let bytes = meta["throughput"]["Bytes"].as_f64();
             results.push(Criterion { group: group.into(), name, mean_ns, bytes });
         }
     }
@@ -142,15 +144,4 @@ fn exec_times(runs: usize) -> Result<Vec<(String, f64)>> {
         times.push((program.to_owned(), start.elapsed().as_secs_f64() * 1e6 / runs as f64));
     }
     Ok(times)
-}
-
-/// The number after `key` that follows `section` in a JSON text: enough for criterion's files
-/// without a JSON parser in xtask.
-fn json_number_after(json: &str, section: &str, key: &str) -> Option<f64> {
-    let start = json.find(section)?;
-    let rest = &json[start..];
-    let at = rest.find(key)? + key.len();
-    let value = rest[at..].trim_start().strip_prefix(':')?.trim_start();
-    let end = value.find(|c: char| !(c.is_ascii_digit() || ".eE+-".contains(c))).unwrap_or(value.len());
-    value[..end].parse().ok()
 }

@@ -1,6 +1,7 @@
 //! The raw measurements: parsed from the guest's `ELFSIG-BENCH` lines, written to results.csv,
 //! and queried by the report.
 
+use elfsig_guest::image;
 use crate::Result;
 
 /// One measurement.
@@ -44,14 +45,14 @@ impl Results {
 
     /// Parses one guest's console output; fails unless the guest finished without error.
     fn parse(console: &str) -> Result<Results> {
-        if let Some(error) = console.lines().find_map(|l| l.strip_prefix("ELFSIG-BENCH-ERROR ")) {
+        if let Some(error) = console.lines().find_map(|l| l.strip_prefix(image::BENCH_ERROR)) {
             return Err(format!("the bench failed in the VM: {error}"));
         }
-        if !console.lines().any(|l| l == "ELFSIG-DONE ok") {
+        if !console.lines().any(|l| l.strip_prefix(image::BENCH_DONE) == Some("ok")) {
             return Err("the bench VM did not finish".into());
         }
         let mut records = Vec::new();
-        for line in console.lines().filter_map(|l| l.strip_prefix("ELFSIG-BENCH ")) {
+        for line in console.lines().filter_map(|l| l.strip_prefix(image::BENCH_MEASUREMENT)) {
             let fields: Vec<&str> = line.split(',').collect();
             let [suite, case, config, run, value, unit] = fields[..] else {
                 return Err(format!("bad result line {line:?}"));

@@ -15,7 +15,8 @@ use crate::cmd::Cmd;
 use crate::keys::TestKeys;
 use crate::paths;
 use crate::vm::cpio::Cpio;
-use crate::vm::initramfs::{LD_SO, Staged, read, shared_libraries, sign_all, system};
+use crate::vm::initramfs::{Staged, read, shared_libraries, sign_all, system};
+use elfsig_guest::image;
 
 /// Programs the shell and application workloads use besides the coreutils table.
 const WORKLOAD_PROGRAMS: [&str; 8] = ["sort", "od", "tee", "wc", "cat", "tr", "rsync", "busybox"];
@@ -46,14 +47,15 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
     for name in COREUTILS.iter().chain(&WORKLOAD_PROGRAMS) {
         let path = system(name)?;
         libraries.extend(shared_libraries(&path)?);
-        staged.push(Staged { guest_path: format!("/b/signed/{name}"), bytes: read(&path)?, key });
+        staged.push(Staged { guest_path: format!("{}/{name}", image::BENCH_SIGNED), bytes: read(&path)?, key });
     }
     let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
-    staged.push(Staged { guest_path: "/b/signed/hello".into(), bytes: hello, key });
-    staged.push(Staged { guest_path: "/b/signed/large".into(), bytes: large_binary(), key });
-    staged.push(Staged { guest_path: "/b/signed/elfsig-bench".into(), bytes: read(bench)?, key });
-    let ld_so = Path::new(LD_SO).canonicalize().map_err(|e| format!("{LD_SO}: {e}"))?;
-    staged.push(Staged { guest_path: LD_SO.into(), bytes: read(&ld_so)?, key });
+    let signed_path = |name: &str| format!("{}/{name}", image::BENCH_SIGNED);
+    staged.push(Staged { guest_path: signed_path("hello"), bytes: hello, key });
+    staged.push(Staged { guest_path: signed_path("large"), bytes: large_binary(), key });
+    staged.push(Staged { guest_path: signed_path("elfsig-bench"), bytes: read(bench)?, key });
+    let ld_so = Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?;
+    staged.push(Staged { guest_path: image::LD_SO.into(), bytes: read(&ld_so)?, key });
     libraries.sort();
     libraries.dedup();
 
@@ -62,18 +64,18 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
     let mut cpio = Cpio::new();
     cpio.chardev("/dev/console", 5, 1);
     cpio.file("/init", 0o755, &read(bench)?);
-    cpio.file("/elfsig.ko", 0o644, &read(ko)?);
+    cpio.file(image::MODULE, 0o644, &read(ko)?);
     cpio.file(
-        "/b/ima.der",
+        image::BENCH_IMA_CERT,
         0o644,
         &Cmd::new("openssl").args(["x509", "-outform", "DER", "-in"]).arg(&keys.kernel.cert).read_bytes()?,
     );
     for (i, (file, bytes)) in staged.iter().zip(&signed).enumerate() {
         cpio.file(&file.guest_path, 0o755, bytes);
-        if let Some(name) = file.guest_path.strip_prefix("/b/signed/") {
+        if let Some(name) = file.guest_path.strip_prefix(image::BENCH_SIGNED).and_then(|p| p.strip_prefix('/')) {
             // IMA signs what it will appraise: the same bytes, in the copies the guest makes.
             let signature = ima_signature(&dir.join(format!("{i:02}")), &keys.kernel.key)?;
-            cpio.file(&format!("/b/ima-sig/{name}.sig"), 0o644, &signature);
+            cpio.file(&format!("{}/{name}.sig", image::BENCH_IMA_SIGNATURES), 0o644, &signature);
         }
     }
     for library in &libraries {

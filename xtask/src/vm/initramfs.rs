@@ -7,15 +7,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use elfsig_fixtures::{Built, Class, Endian, Spec};
+use elfsig_guest::image;
 
 use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::{KeyPair, TestKeys};
 use crate::paths;
 use crate::vm::cpio::Cpio;
-
-/// Where binfmt_elf finds the dynamic loader of x86-64 programs.
-pub const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 
 /// The coreutils the guest runs, dynamically linked.
 const COREUTILS: &[&str] = &["ls", "cat", "echo", "true", "uname"];
@@ -41,41 +39,50 @@ pub fn system(name: &str) -> Result<PathBuf> {
 }
 
 /// The initramfs of the end-to-end suite.
-pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Result<Vec<u8>> {
+pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys) -> Result<Vec<u8>> {
     let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
     let revokeme = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(b"revoke me"));
     let busybox = read(&system("busybox")?)?;
-    let ld_so = read(&Path::new(LD_SO).canonicalize().map_err(|e| format!("{LD_SO}: {e}"))?)?;
+    let ld_so = read(&Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?)?;
+    let stage = |guest_path: &str, bytes: &[u8], key: Option<&'k KeyPair>| Staged {
+        guest_path: guest_path.to_owned(),
+        bytes: bytes.to_vec(),
+        key,
+    };
 
     let mut staged = vec![
-        Staged { guest_path: "/t/signed/hello".into(), bytes: hello.clone(), key: Some(&keys.kernel) },
-        Staged { guest_path: "/t/signed/revokeme".into(), bytes: revokeme, key: Some(&keys.kernel) },
-        Staged { guest_path: "/bin/busybox".into(), bytes: busybox.clone(), key: Some(&keys.kernel) },
-        Staged { guest_path: LD_SO.into(), bytes: ld_so, key: Some(&keys.kernel) },
-        Staged { guest_path: "/t/module/hello".into(), bytes: hello.clone(), key: Some(&keys.module) },
-        Staged { guest_path: "/t/other/hello".into(), bytes: hello.clone(), key: Some(&keys.other) },
-        Staged { guest_path: "/t/added/hello".into(), bytes: hello.clone(), key: Some(&keys.added) },
-        Staged { guest_path: "/t/unsigned/hello".into(), bytes: hello, key: None },
-        Staged { guest_path: "/t/unsigned/busybox".into(), bytes: busybox, key: None },
-        Staged { guest_path: "/t/unsigned/ls".into(), bytes: read(&system("ls")?)?, key: None },
+        stage(image::HELLO, &hello, Some(&keys.kernel)),
+        stage(image::REVOKEME, &revokeme, Some(&keys.kernel)),
+        stage(image::BUSYBOX, &busybox, Some(&keys.kernel)),
+        stage(image::LD_SO, &ld_so, Some(&keys.kernel)),
+        stage(image::HELLO_MODULE_KEY, &hello, Some(&keys.module)),
+        stage(image::HELLO_OTHER_KEY, &hello, Some(&keys.other)),
+        stage(image::HELLO_ADDED_KEY, &hello, Some(&keys.added)),
+        stage(image::HELLO_UNSIGNED, &hello, None),
+        stage(image::BUSYBOX_UNSIGNED, &busybox, None),
+        stage(image::LS_UNSIGNED, &read(&system("ls")?)?, None),
     ];
     let mut cpio = Cpio::new();
     for (built, name) in [(Built::CStatic, "cstatic"), (Built::CStaticPie, "cstaticpie"), (Built::CDynamic, "cdynamic")]
     {
-        let path = elfsig_fixtures::build(built)?;
-        staged.push(Staged { guest_path: format!("/t/signed/{name}"), bytes: read(&path)?, key: Some(&keys.kernel) });
+        let bytes = read(&elfsig_fixtures::build(built)?)?;
+        staged.push(stage(&format!("{}/{name}", image::SIGNED), &bytes, Some(&keys.kernel)));
         if let Some(expected) = elfsig_fixtures::expected_output(built) {
-            cpio.file(&format!("/t/expected/{name}"), 0o644, expected);
+            cpio.file(&format!("{}/{name}", image::EXPECTED), 0o644, expected);
+        }
+        if built == Built::CDynamic {
+            let renamed = with_interpreter(&bytes, image::STRESS_INTERPRETER)?;
+            staged.push(stage(image::CDYNAMIC_STRESS_INTERPRETER, &renamed, Some(&keys.kernel)));
         }
     }
     let mut libraries = Vec::new();
     for name in COREUTILS {
         let path = system(name)?;
         libraries.extend(shared_libraries(&path)?);
-        staged.push(Staged { guest_path: format!("/t/signed/{name}"), bytes: read(&path)?, key: Some(&keys.kernel) });
+        staged.push(stage(&format!("{}/{name}", image::SIGNED), &read(&path)?, Some(&keys.kernel)));
     }
     libraries.extend(shared_libraries(&elfsig_fixtures::build(Built::CDynamic)?)?);
-    staged.push(Staged { guest_path: "/bin/elfsig".into(), bytes: stripped(elfsig)?, key: Some(&keys.kernel) });
+    staged.push(stage(image::ELFSIG, &stripped(elfsig)?, Some(&keys.kernel)));
     libraries.extend(shared_libraries(elfsig)?);
     libraries.sort();
     libraries.dedup();
@@ -90,20 +97,21 @@ pub fn test_suite(elfsig: &Path, guest: &Path, ko: &Path, keys: &TestKeys) -> Re
 
     cpio.chardev("/dev/console", 5, 1);
     cpio.file("/init", 0o755, &read(guest)?);
-    cpio.file("/elfsig.ko", 0o644, &read(ko)?);
+    cpio.file(image::MODULE, 0o644, &read(ko)?);
     cpio.symlink("/bin/sh", "busybox");
-    cpio.file("/t/scripts/signed-interpreter.sh", 0o755, b"#!/bin/sh\necho script ran\n");
-    cpio.file("/t/scripts/unsigned-interpreter.sh", 0o755, b"#!/t/unsigned/busybox sh\necho script ran\n");
+    cpio.file(image::SCRIPT_SIGNED_INTERPRETER, 0o755, b"#!/bin/sh\necho script ran\n");
+    let unsigned_script = format!("#!{} sh\necho script ran\n", image::BUSYBOX_UNSIGNED);
+    cpio.file(image::SCRIPT_UNSIGNED_INTERPRETER, 0o755, unsigned_script.as_bytes());
 
     // Revocation: the digest of /t/signed/revokeme, and a blacklist entry for it signed with the
     // kernel key, as CONFIG_SYSTEM_BLACKLIST_AUTH_UPDATE requires.
-    let revokeme = staged.iter().zip(&signed).find(|(s, _)| s.guest_path == "/t/signed/revokeme").map(|(_, b)| b);
+    let revokeme = staged.iter().zip(&signed).find(|(s, _)| s.guest_path == image::REVOKEME).map(|(_, b)| b);
     let digest = digest_of(elfsig, revokeme.ok_or("revokeme was not staged")?)?;
-    cpio.file("/t/added.der", 0o644, &read(&keys.added.cert)?);
-    cpio.file("/t/keys/kernel.key", 0o600, &read(&keys.kernel.key)?);
-    cpio.file("/t/keys/kernel.crt", 0o644, &read(&keys.kernel.cert)?);
-    cpio.file("/t/manifest", 0o644, format!("revoke_digest {digest}\n").as_bytes());
-    cpio.file("/t/revoke.p7", 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
+    cpio.file(image::ADDED_CERT, 0o644, &read(&keys.added.cert)?);
+    cpio.file(image::KEY, 0o600, &read(&keys.kernel.key)?);
+    cpio.file(image::CERT, 0o644, &read(&keys.kernel.cert)?);
+    cpio.file(image::MANIFEST, 0o644, format!("revoke_digest {digest}\n").as_bytes());
+    cpio.file(image::REVOCATION, 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     Ok(cpio.finish())
 }
 
@@ -145,8 +153,26 @@ fn digest_of(elfsig: &Path, bytes: &[u8]) -> Result<String> {
     let path = paths::target().join("vm/stage/digest-of");
     fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let json = Cmd::new(elfsig).args(["inspect", "--json"]).arg(&path).read()?;
-    let start = json.find("\"digest\":\"").ok_or("no digest in inspect output")? + 10;
-    Ok(json[start..start + 64].to_owned())
+    let report: serde_json::Value =
+        serde_json::from_str(&json).map_err(|e| format!("`elfsig inspect --json` printed no JSON: {e}"))?;
+    report["signature"]["digest"].as_str().map(str::to_owned).ok_or_else(|| format!("no digest in {json}"))
+}
+
+/// `program` with the ELF interpreter its `PT_INTERP` names replaced by `interpreter`, which
+/// must fit in the bytes of the original name (the rest is NUL padding, as binfmt_elf reads up
+/// to the first NUL).
+fn with_interpreter(program: &[u8], interpreter: &str) -> Result<Vec<u8>> {
+    let info = elfsig_core::elf::ExecInfo::read(&mut &program[..], program.len() as u64)
+        .map_err(|e| format!("cannot read the program's headers: {e}"))?;
+    let range = info.interpreter.ok_or("the program names no ELF interpreter")?;
+    let (start, len) = (range.offset as usize, range.len as usize);
+    if interpreter.len() >= len {
+        return Err(format!("{interpreter} is longer than the interpreter name it replaces"));
+    }
+    let mut out = program.to_vec();
+    out[start..start + len].fill(0);
+    out[start..start + interpreter.len()].copy_from_slice(interpreter.as_bytes());
+    Ok(out)
 }
 
 /// A detached PKCS#7 signature over `description` by `key`, for `add_key("blacklist", ...)`.

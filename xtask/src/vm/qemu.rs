@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::Result;
 use crate::paths;
+use elfsig_guest::{image, ktap};
 
 /// A boot.
 #[derive(Debug)]
@@ -39,8 +40,9 @@ pub struct Run {
     pub accel: &'static str,
 }
 
-/// Boots and returns what the console printed. Report lines (`ELFSIG-...`, except raw bench
-/// measurements) are echoed as they arrive, with the time since boot.
+/// Boots and returns what the console printed. Report lines (KTAP results and diagnostics,
+/// bench progress; not raw bench measurements) are echoed as they arrive, with the time since
+/// boot.
 pub fn boot(boot: &Boot<'_>) -> Result<Run> {
     boot_all(std::slice::from_ref(boot))?.pop().ok_or_else(|| "no VM ran".into())
 }
@@ -93,7 +95,7 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let line = line.trim_end_matches('\r').to_owned();
-            let report = line.starts_with("ELFSIG") && !line.starts_with("ELFSIG-BENCH ");
+            let report = is_report(&line);
             if report || line.contains("Kernel panic") || line.contains("BUG:") {
                 eprintln!("  {label} | [{:5.0} s] {line}", booted.elapsed().as_secs_f64());
             }
@@ -108,7 +110,7 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let status = loop {
         while let Ok(line) = rx.try_recv() {
             // Once the guest has reported, give it a few seconds to end itself, no more.
-            if !finished && (line.starts_with("ELFSIG-DONE") || line.starts_with("ELFSIG-PROBE")) {
+            if !finished && (line.starts_with(ktap::TOTALS) || line.starts_with(image::BENCH_DONE)) {
                 finished = true;
                 deadline = deadline.min(Instant::now() + Duration::from_secs(15));
             }
@@ -143,6 +145,13 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     }
 }
 
+/// Whether a console line is one of the guest's report lines worth showing as it arrives.
+fn is_report(line: &str) -> bool {
+    let ktap = ["KTAP ", "ok ", "not ok ", "# ", "1.."].iter().any(|start| line.starts_with(start));
+    let bench = line.starts_with("ELFSIG") && !line.starts_with(image::BENCH_MEASUREMENT);
+    ktap || bench
+}
+
 fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
@@ -167,13 +176,13 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
     let probe = Boot {
         kernel,
         initramfs,
-        append: "elfsig.suite=probe",
+        append: &format!("{}=probe", image::SUITE),
         timeout_secs: 20,
         memory_mb: 1024,
         cpus: 1,
         label: "kvm-probe",
     };
-    let works = run(&probe, true).is_ok_and(|out| out.contains("ELFSIG-PROBE ok"));
+    let works = run(&probe, true).is_ok_and(|out| ktap::parse(&out).check().is_ok());
     eprintln!("xtask: KVM {}", if works { "works" } else { "does not work here; using TCG" });
     let _ = std::fs::create_dir_all(paths::cache());
     let _ = std::fs::write(&cache, format!("{key} {}\n", if works { "yes" } else { "no" }));

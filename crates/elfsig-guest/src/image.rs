@@ -1,0 +1,88 @@
+//! What the test and bench VMs hold, and how the host tells them what to do: the paths
+//! `cargo xtask` puts files at and the guest programs use, and the kernel command-line words.
+//! One place for what the host and the guests must agree on.
+
+/// The kernel module.
+pub const MODULE: &str = "/elfsig.ko";
+/// The dynamic loader x86-64 programs name in `PT_INTERP`, signed.
+pub const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
+/// busybox, signed, and `/bin/sh` links to it.
+pub const BUSYBOX: &str = "/bin/busybox";
+/// The CLI, signed, for signing inside the VM.
+pub const ELFSIG: &str = "/bin/elfsig";
+/// The kernel key's private key and certificate, for signing inside the VM.
+pub const KEY: &str = "/t/keys/kernel.key";
+/// See [`KEY`].
+pub const CERT: &str = "/t/keys/kernel.crt";
+/// A certificate the kernel key issued, which the guest adds to the secondary keyring.
+pub const ADDED_CERT: &str = "/t/added.der";
+/// `name value` lines; `revoke_digest <hex>` is the signed digest of [`REVOKEME`].
+pub const MANIFEST: &str = "/t/manifest";
+/// A PKCS#7 signature over `bin:<revoke_digest>` by the kernel key, to add to `.blacklist`.
+pub const REVOCATION: &str = "/t/revoke.p7";
+
+/// Programs signed with the kernel's built-in test key, by name: the coreutils the tests run,
+/// the programs built from C (`cstatic`, `cstaticpie`, `cdynamic`), and the ones below.
+pub const SIGNED: &str = "/t/signed";
+/// What the programs built from C print, by name.
+pub const EXPECTED: &str = "/t/expected";
+/// A generated static program that prints [`HELLO_OUTPUT`], signed with the kernel key.
+pub const HELLO: &str = "/t/signed/hello";
+/// Another generated program, signed with the kernel key, whose digest the tests revoke.
+pub const REVOKEME: &str = "/t/signed/revokeme";
+/// [`HELLO`] signed with the key embedded in the module.
+pub const HELLO_MODULE_KEY: &str = "/t/module/hello";
+/// [`HELLO`] signed with a key nothing trusts.
+pub const HELLO_OTHER_KEY: &str = "/t/other/hello";
+/// [`HELLO`] signed with the key of [`ADDED_CERT`].
+pub const HELLO_ADDED_KEY: &str = "/t/added/hello";
+/// [`HELLO`], unsigned.
+pub const HELLO_UNSIGNED: &str = "/t/unsigned/hello";
+/// busybox, unsigned.
+pub const BUSYBOX_UNSIGNED: &str = "/t/unsigned/busybox";
+/// ls, unsigned.
+pub const LS_UNSIGNED: &str = "/t/unsigned/ls";
+/// `cdynamic`, signed, naming [`STRESS_INTERPRETER`] as its ELF interpreter instead of
+/// [`LD_SO`]: the stress suite renames files over that path while it runs.
+pub const CDYNAMIC_STRESS_INTERPRETER: &str = "/t/signed/cdynamic-stress-interp";
+/// The ELF interpreter [`CDYNAMIC_STRESS_INTERPRETER`] names: the same length as [`LD_SO`] at
+/// most, so that the signer can write it over the original.
+pub const STRESS_INTERPRETER: &str = "/tmp/stress/interp";
+/// `#!` scripts.
+pub const SCRIPTS: &str = "/t/scripts";
+/// A script whose interpreter is `/bin/sh`, signed busybox.
+pub const SCRIPT_SIGNED_INTERPRETER: &str = "/t/scripts/signed-interpreter.sh";
+/// A script whose interpreter is [`BUSYBOX_UNSIGNED`].
+pub const SCRIPT_UNSIGNED_INTERPRETER: &str = "/t/scripts/unsigned-interpreter.sh";
+
+/// What [`HELLO`] prints.
+pub const HELLO_OUTPUT: &[u8] = elfsig_fixtures::HELLO_OUTPUT;
+
+/// The kernel command-line word that names the suite: `test`, `stress`, `probe`.
+pub const SUITE: &str = "elfsig.suite";
+/// The kernel command-line word that says how many seconds the stress suite loads the system.
+pub const STRESS_SECONDS: &str = "elfsig.seconds";
+/// The kernel command-line word that names the bench suites to run (all when absent).
+pub const BENCH_SUITES: &str = "elfsig.suites";
+/// The bench's command-line word for which share of the rounds a VM measures: `INDEX/COUNT`.
+pub const BENCH_PART: &str = "elfsig.part";
+/// The bench's command-line word for measuring briefly: `1`.
+pub const BENCH_QUICK: &str = "elfsig.quick";
+
+/// How the bench's report lines start: one raw measurement (`suite,case,config,run,value,unit`).
+pub const BENCH_MEASUREMENT: &str = "ELFSIG-BENCH ";
+/// A bench that failed, and why.
+pub const BENCH_ERROR: &str = "ELFSIG-BENCH-ERROR ";
+/// What the bench is doing now.
+pub const BENCH_PROGRESS: &str = "ELFSIG-PROGRESS ";
+/// The bench's last line: `ok` or `failed`. (The test suites end with KTAP's totals line.)
+pub const BENCH_DONE: &str = "ELFSIG-DONE ";
+
+/// The bench's programs, signed with the kernel key, by name.
+pub const BENCH_SIGNED: &str = "/b/signed";
+/// The certificate of the kernel key (DER), which the bench puts in IMA's keyring.
+pub const BENCH_IMA_CERT: &str = "/b/ima.der";
+/// evmctl's `security.ima` signature of each bench program: `<name>.sig`.
+pub const BENCH_IMA_SIGNATURES: &str = "/b/ima-sig";
+/// Where the bench copies the programs that IMA appraises.
+pub const BENCH_IMA_COPIES: &str = "/b/ima";

@@ -1,0 +1,83 @@
+//! The disturbances: what happens to the module and the kernel's keyrings while the load runs
+//! (cache flushes, a key added and later removed, a revocation, permissive windows, unloading
+//! and reloading), and the faults injected in the second phase.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use elfsig_guest::harness::{Context, Outcome, keyring, read, unload_when_idle, write_control};
+use elfsig_guest::image;
+use elfsig_guest::system;
+
+use super::load::Shared;
+
+/// The disturbances, spread over `phase` in twelve rounds: a cache flush each round, the key
+/// added at the third and removed (with a flush) at the ninth, the revocation at the sixth,
+/// and alternately a 100 ms permissive window or an unload and reload.
+pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
+    let start = Instant::now();
+    let mut round = 0u32;
+    let secondary = keyring(".secondary_trusted_keys")?;
+    let mut added = None;
+    while start.elapsed() < phase {
+        std::thread::sleep(phase / 12);
+        round += 1;
+        write_control("flush", "1").context("flush")?;
+        if round == 3 {
+            let cert = read(image::ADDED_CERT)?;
+            let key = shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?;
+            added = Some(key);
+        }
+        if let (9, Some(key)) = (round, added) {
+            shared.key_removed.run(|| {
+                system::unlink_key(key, secondary).context("remove the key")?;
+                write_control("flush", "1").context("flush")
+            })?;
+        }
+        if round == 6 {
+            let digest = crate::cases::manifest("revoke_digest")?;
+            let signature = read(image::REVOCATION)?;
+            let blacklist = keyring(".blacklist")?;
+            shared.revocation.run(|| {
+                system::add_key("blacklist", &format!("bin:{digest}"), &signature, blacklist).context("revoke")
+            })?;
+        }
+        shared.unenforced.fetch_add(1, Ordering::SeqCst);
+        let result = if round.is_multiple_of(2) {
+            write_control("mode", "permissive").context("set permissive").and_then(|()| {
+                std::thread::sleep(Duration::from_millis(100));
+                write_control("mode", "enforce").context("set enforce")
+            })
+        } else {
+            unload_when_idle("elfsig").and_then(|()| {
+                std::thread::sleep(Duration::from_millis(100));
+                system::load_module(Path::new(image::MODULE), "").context("reload")
+            })
+        };
+        shared.unenforced.fetch_add(1, Ordering::SeqCst);
+        result?;
+    }
+    Ok(())
+}
+
+/// Sets a fault-injection attribute in debugfs.
+fn fault(attr: &str, file: &str, value: &str) -> Outcome {
+    std::fs::write(format!("/sys/kernel/debug/{attr}/{file}"), value).context(&format!("set {attr}/{file}"))
+}
+
+/// Arms (or, with probabilities 0, disarms) failslab and fail_page_alloc with `alloc` percent
+/// and the module's read failures with `read` percent, for marked tasks only.
+pub(crate) fn arm_faults(alloc: u32, read: u32) -> Outcome {
+    for (attr, probability) in [("failslab", alloc), ("fail_page_alloc", alloc), ("fail_elfsig_read", read)] {
+        fault(attr, "task-filter", "Y")?;
+        fault(attr, "interval", "1")?;
+        fault(attr, "times", "-1")?;
+        fault(attr, "verbose", "0")?;
+        fault(attr, "probability", &probability.to_string())?;
+    }
+    for attr in ["failslab", "fail_page_alloc"] {
+        fault(attr, "ignore-gfp-wait", "N")?;
+    }
+    Ok(())
+}
