@@ -11,6 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
+use common::layout::{RECORD_LEN, put_u16, put_u64, u16_at, u32_at, u64_at};
+use common::messages::{
+    BAD_CMS, BAD_RECORD_MAGIC, HEADERS_OVERLAP, NAME_TABLE_INDEX, NOT_ELF, NOT_SIGNED, PAYLOAD_OVER_HEADERS,
+    PAYLOAD_PAST_END, PAYLOAD_SIZE, PROGRAM_TABLE_PAST_END, SECTION_TABLE_PAST_END, SHORTER_THAN_ELF_HEADER,
+    SIGNATURE_NOT_LAST, section_over_headers, section_past_end, segment_past_end, unknown_class, unknown_data_encoding,
+    unknown_version, unsupported_format_version,
+};
 use common::{Keys, Scratch, TRAILER_LEN, elfsig, keys, payload, sign, trailer, verify};
 use predicates::str::contains;
 
@@ -79,24 +86,8 @@ fn assert_refused(file: &Path, expected: &str, json_kind: Option<&str>) {
     }
 }
 
-// Little-endian field access for the ELF64 little-endian files patched here.
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(b[at..at + 2].try_into().unwrap())
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
-}
-fn put_u16(b: &mut [u8], at: usize, v: u16) {
-    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-}
-fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
-}
-
-// ELF64 header fields.
+// ELF64 header fields (the files patched here are ELF64 little-endian: `u64_at` and the like
+// read them).
 const E_PHOFF: usize = 32;
 const E_SHOFF: usize = 40;
 const E_PHNUM: usize = 56;
@@ -150,8 +141,8 @@ fn first_segment_with_contents(bytes: &[u8]) -> usize {
 fn malformed_files() -> Vec<(&'static str, Vec<u8>, String)> {
     let ls = ls();
     let len = ls.len() as u64;
-    let not_elf = "malformed ELF: not an ELF file".to_string();
-    let sht_past_end = "malformed ELF: section header table extends past the end of the file".to_string();
+    let not_elf = NOT_ELF.to_string();
+    let sht_past_end = SECTION_TABLE_PAST_END.to_string();
     let section = first_section_with_contents(&ls);
     let segment = first_segment_with_contents(&ls);
     let shnum = u16_at(&ls, E_SHNUM);
@@ -160,32 +151,20 @@ fn malformed_files() -> Vec<(&'static str, Vec<u8>, String)> {
         ("empty", Vec::new(), not_elf.clone()),
         ("script.sh", b"#!/bin/sh\necho hello\n".to_vec(), not_elf.clone()),
         ("almost-elf.txt", b"\x7fELephants are not ELF files\n".to_vec(), not_elf),
-        ("header-truncated", ls[..40].to_vec(), "malformed ELF: file is shorter than its ELF header".into()),
+        ("header-truncated", ls[..40].to_vec(), SHORTER_THAN_ELF_HEADER.into()),
         ("half", ls[..ls.len() / 2].to_vec(), sht_past_end.clone()),
         ("shoff-past-eof", patched(&ls, |b| put_u64(b, E_SHOFF, len + 4096)), sht_past_end.clone()),
         ("shnum-absurd", patched(&ls, |b| put_u16(b, E_SHNUM, 0xfff0)), sht_past_end),
-        (
-            "shstrndx-out-of-range",
-            patched(&ls, |b| put_u16(b, E_SHSTRNDX, shnum)),
-            "malformed ELF: section-name table index out of range".into(),
-        ),
-        (
-            "shstrndx-reserved",
-            patched(&ls, |b| put_u16(b, E_SHSTRNDX, 0xff00)),
-            "malformed ELF: section-name table index out of range".into(),
-        ),
-        (
-            "phoff-past-eof",
-            patched(&ls, |b| put_u64(b, E_PHOFF, len + 4096)),
-            "malformed ELF: program header table extends past the end of the file".into(),
-        ),
+        ("shstrndx-out-of-range", patched(&ls, |b| put_u16(b, E_SHSTRNDX, shnum)), NAME_TABLE_INDEX.into()),
+        ("shstrndx-reserved", patched(&ls, |b| put_u16(b, E_SHSTRNDX, 0xff00)), NAME_TABLE_INDEX.into()),
+        ("phoff-past-eof", patched(&ls, |b| put_u64(b, E_PHOFF, len + 4096)), PROGRAM_TABLE_PAST_END.into()),
         (
             "phdrs-overlap-shdrs",
             patched(&ls, |b| {
                 let shoff = u64_at(b, E_SHOFF);
                 put_u64(b, E_PHOFF, shoff);
             }),
-            "malformed ELF: ELF header, program headers and section headers overlap".into(),
+            HEADERS_OVERLAP.into(),
         ),
         (
             "section-past-eof",
@@ -194,7 +173,7 @@ fn malformed_files() -> Vec<(&'static str, Vec<u8>, String)> {
                 let offset = u64_at(b, at + 24);
                 put_u64(b, at + 32, len - offset + 1);
             }),
-            format!("malformed ELF: section {section} extends past the end of the file"),
+            section_past_end(section),
         ),
         (
             "section-overlaps-header",
@@ -202,7 +181,7 @@ fn malformed_files() -> Vec<(&'static str, Vec<u8>, String)> {
                 let at = shdr(b, section);
                 put_u64(b, at + 24, 0);
             }),
-            format!("malformed ELF: section {section} overlaps the ELF header or section header table"),
+            section_over_headers(section),
         ),
         (
             "segment-past-eof",
@@ -211,12 +190,12 @@ fn malformed_files() -> Vec<(&'static str, Vec<u8>, String)> {
                 let offset = u64_at(b, at + 8);
                 put_u64(b, at + 32, len - offset + 1);
             }),
-            format!("malformed ELF: segment {segment} extends past the end of the file"),
+            segment_past_end(segment),
         ),
-        ("bad-class", patched(&ls, |b| b[4] = 3), "malformed ELF: unknown ELF class 3".into()),
-        ("bad-data-0", patched(&ls, |b| b[5] = 0), "malformed ELF: unknown ELF data encoding 0".into()),
-        ("bad-data-7", patched(&ls, |b| b[5] = 7), "malformed ELF: unknown ELF data encoding 7".into()),
-        ("bad-version", patched(&ls, |b| b[6] = 2), "malformed ELF: unknown ELF version 2".into()),
+        ("bad-class", patched(&ls, |b| b[4] = 3), unknown_class(3)),
+        ("bad-data-0", patched(&ls, |b| b[5] = 0), unknown_data_encoding(0)),
+        ("bad-data-7", patched(&ls, |b| b[5] = 7), unknown_data_encoding(7)),
+        ("bad-version", patched(&ls, |b| b[6] = 2), unknown_version(2)),
     ]
 }
 
@@ -336,20 +315,19 @@ fn a_signature_with_an_unsupported_format_version_is_refused() {
     let (file, signed, offset, _) = signed_ls(&scratch);
     assert_eq!(u16_at(&signed, offset + 8), 1, "the format version is at payload offset + 8");
     fs::write(&file, patched(&signed, |b| b[offset + 8] = 2)).unwrap();
-    assert_refused(&file, "malformed signature: unsupported format version 2", Some("malformed_signature"));
+    assert_refused(&file, &unsupported_format_version(2), Some("malformed_signature"));
 }
 
 #[test]
 fn a_signature_whose_pkcs7_is_not_der_is_refused() {
     let scratch = Scratch::new();
     let (file, signed, offset, _) = signed_ls(&scratch);
-    assert_eq!(signed[offset + 96], 0x30, "the PKCS#7 blob follows the 96-byte record");
-    fs::write(&file, patched(&signed, |b| b[offset + 96] = 0x31)).unwrap();
-    let expected = "malformed signature: PKCS#7 signature is not well formed";
-    assert_refused(&file, expected, Some("malformed_signature"));
+    assert_eq!(signed[offset + RECORD_LEN], 0x30, "the PKCS#7 blob follows the 96-byte record");
+    fs::write(&file, patched(&signed, |b| b[offset + RECORD_LEN] = 0x31)).unwrap();
+    assert_refused(&file, BAD_CMS, Some("malformed_signature"));
     // Not one DER structure at all: refused before any PKCS#7 parsing, so without detail.
     let out = run("verify", &keys("a"), &file);
-    assert_eq!(String::from_utf8_lossy(&out.stderr), format!("elfsig: {}: {expected}\n", file.display()));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), format!("elfsig: {}: {BAD_CMS}\n", file.display()));
 }
 
 #[test]
@@ -358,11 +336,11 @@ fn a_signature_whose_pkcs7_is_der_but_not_signed_data_is_refused() {
     let (file, signed, offset, size) = signed_ls(&scratch);
     let original = ls();
     // A DER SEQUENCE of zeros exactly as long as the PKCS#7 blob (long enough for a 2-byte length).
-    let cms_len = size - 96;
+    let cms_len = size - RECORD_LEN;
     assert!((0x100..0x10000).contains(&(cms_len - 4)));
     let mut sequence = vec![0x30, 0x82, ((cms_len - 4) >> 8) as u8, (cms_len - 4) as u8];
     sequence.resize(cms_len, 0);
-    let broken = patched(&signed, |b| b[offset + 96..offset + size].copy_from_slice(&sequence));
+    let broken = patched(&signed, |b| b[offset + RECORD_LEN..offset + size].copy_from_slice(&sequence));
     fs::write(&file, &broken).unwrap();
 
     let keys = keys("a");
@@ -374,10 +352,7 @@ fn a_signature_whose_pkcs7_is_der_but_not_signed_data_is_refused() {
         assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
         let line = stderr.lines().find(|l| l.starts_with(&format!("elfsig: {}: ", file.display())));
         let line = line.unwrap_or_else(|| panic!("{command}: no error line: {stderr}"));
-        assert!(
-            line.contains("malformed signature: PKCS#7 signature is not well formed: not a PKCS#7 ContentInfo"),
-            "{command}: {line}"
-        );
+        assert!(line.contains(&format!("{BAD_CMS}: not a PKCS#7 ContentInfo")), "{command}: {line}");
         assert!(fs::read(&file).unwrap() == broken, "{command} changed the file");
         assert_eq!(listing(scratch.dir.path()), names);
     }
@@ -405,11 +380,7 @@ fn a_signature_section_that_is_not_last_is_refused() {
     broken.extend_from_slice(&[0; 64]);
     put_u16(&mut broken, E_SHNUM, shnum + 1);
     fs::write(&file, &broken).unwrap();
-    assert_refused(
-        &file,
-        "malformed signature: signature section is not the last section",
-        Some("malformed_signature"),
-    );
+    assert_refused(&file, SIGNATURE_NOT_LAST, Some("malformed_signature"));
 }
 
 #[test]
@@ -429,8 +400,8 @@ fn verify_reports_good_and_bad_files_of_one_call_separately() {
     assert_eq!(
         stderr,
         format!(
-            "elfsig: {}: malformed ELF: section header table extends past the end of the file\n\
-             elfsig: {}: not signed\n\
+            "elfsig: {}: {SECTION_TABLE_PAST_END}\n\
+             elfsig: {}: {NOT_SIGNED}\n\
              elfsig: verified: 1 done, 2 failed\n",
             bad.display(),
             unsigned.display()
@@ -471,36 +442,20 @@ fn a_trailer_that_does_not_describe_a_payload_is_refused_by_every_command() {
         })
     };
     let cases = [
-        (
-            "later",
-            with_trailer(offset + 8, size),
-            "signature payload extends past the end of the file or into its trailer",
-        ),
-        (
-            "far",
-            with_trailer(u64::MAX - 4, size),
-            "signature payload extends past the end of the file or into its trailer",
-        ),
-        ("earlier", with_trailer(offset - 8, size), "signed record has a bad magic"),
-        ("after-the-headers", with_trailer(headers_end, size), "signed record has a bad magic"),
-        (
-            "at-0",
-            with_trailer(0, size),
-            "signature payload overlaps the ELF header, program headers or section headers",
-        ),
-        (
-            "over-the-program-headers",
-            with_trailer(headers_end - 8, size),
-            "signature payload overlaps the ELF header, program headers or section headers",
-        ),
-        ("empty", with_trailer(offset, 0), "signature payload size out of bounds"),
-        ("huge", with_trailer(offset, u64::MAX), "signature payload size out of bounds"),
-        ("shorter", with_trailer(offset, size - 1), "PKCS#7 signature is not well formed"),
-        ("record-magic", patched(&signed, |b| b[offset as usize] ^= 0x20), "signed record has a bad magic"),
+        ("later", with_trailer(offset + 8, size), PAYLOAD_PAST_END),
+        ("far", with_trailer(u64::MAX - 4, size), PAYLOAD_PAST_END),
+        ("earlier", with_trailer(offset - 8, size), BAD_RECORD_MAGIC),
+        ("after-the-headers", with_trailer(headers_end, size), BAD_RECORD_MAGIC),
+        ("at-0", with_trailer(0, size), PAYLOAD_OVER_HEADERS),
+        ("over-the-program-headers", with_trailer(headers_end - 8, size), PAYLOAD_OVER_HEADERS),
+        ("empty", with_trailer(offset, 0), PAYLOAD_SIZE),
+        ("huge", with_trailer(offset, u64::MAX), PAYLOAD_SIZE),
+        ("shorter", with_trailer(offset, size - 1), BAD_CMS),
+        ("record-magic", patched(&signed, |b| b[offset as usize] ^= 0x20), BAD_RECORD_MAGIC),
     ];
     for (name, bytes, expected) in cases {
         let scratch = Scratch::new();
         let file = scratch.write(name, &bytes);
-        assert_refused(&file, &format!("malformed signature: {expected}"), Some("malformed_signature"));
+        assert_refused(&file, expected, Some("malformed_signature"));
     }
 }

@@ -16,16 +16,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::layout::{RECORD_DIGEST, RECORD_LEN, u16_at, u64_at};
 use common::{
     Anchor, Keys, Scratch, TRAILER_LEN, TRAILER_MAGIC, elfsig, keys, payload, sign, signature_payload, system_programs,
     trailer, verify,
 };
 use elfsig_fixtures::{ALL_BUILT, build, synth_matrix, system_binary};
 use sha2::{Digest, Sha256};
-
-/// The record at the start of the payload, and the offset of its digest.
-const RECORD_LEN: usize = 96;
-const RECORD_DIGEST: usize = 64;
 
 /// The path of an external tool, or a failure naming the Debian package that provides it.
 fn tool(name: &str, package: &str) -> PathBuf {
@@ -274,14 +271,6 @@ fn elfsig_refuses_every_blob_openssl_refuses() {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap())
 }
 
 #[test]

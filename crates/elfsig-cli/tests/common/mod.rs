@@ -1,9 +1,12 @@
 //! Shared support for the CLI's end-to-end tests: scratch directories, keys made once per test
-//! process with `elfsig keygen`, and helpers to find things in ELF files with goblin (an
-//! independent parser, so the tests do not trust elfsig-core to check elfsig-core).
+//! process with `elfsig keygen`, helpers to find things in ELF files with goblin (an independent
+//! parser, so the tests do not trust elfsig-core to check elfsig-core; more in `layout`), and the
+//! messages `elfsig` gives for the files it refuses (`messages`).
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod layout;
+pub mod messages;
 pub mod roundtrip;
 
 use std::collections::HashMap;
@@ -157,8 +160,7 @@ pub fn trailer(bytes: &[u8]) -> Option<(u64, u64)> {
     if header.e_shoff != 0 || &bytes[at..at + 8] != TRAILER_MAGIC {
         return None;
     }
-    let field = |i: usize| u64::from_le_bytes(bytes[at + i..at + i + 8].try_into().unwrap());
-    Some((field(8), field(16)))
+    Some((layout::u64_at(bytes, at + 8), layout::u64_at(bytes, at + 16)))
 }
 
 /// Where the signature payload of the signed file `bytes` is, found independently of
