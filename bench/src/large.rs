@@ -67,7 +67,8 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
         emit("large", "file-size", "-", 0, size as f64, "bytes");
         emit("large", "text-segment-size", "-", 0, text as f64, "bytes");
     }
-    let ima_signature = std::fs::read(format!("{}/{PROGRAM}.sig", elfsig_guest::image::BENCH_IMA_SIGNATURES)).context("read the IMA signature")?;
+    let ima_signature = std::fs::read(format!("{}/{PROGRAM}.sig", elfsig_guest::image::BENCH_IMA_SIGNATURES))
+        .context("read the IMA signature")?;
 
     for run in effort.rounds(effort.pick(4, 2)) {
         for config in Config::order(run) {

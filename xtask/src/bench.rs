@@ -69,8 +69,11 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
     let labels: Vec<String> = (0..VMS).map(|i| format!("bench-{i}")).collect();
     let appends: Vec<String> = (0..VMS)
         .map(|i| {
-            let only =
-                if suites.is_empty() { String::new() } else { format!(" {}={}", image::BENCH_SUITES, suites.join(",")) };
+            let only = if suites.is_empty() {
+                String::new()
+            } else {
+                format!(" {}={}", image::BENCH_SUITES, suites.join(","))
+            };
             format!("{}={} {}={i}/{VMS}{only}", image::BENCH_QUICK, u8::from(quick), image::BENCH_PART)
         })
         .collect();

@@ -12,8 +12,8 @@ use std::cell::RefCell;
 
 use crate::tamper::{Map, flip};
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run, runs,
-    stats, wait_for_log_budget, write_control, write_exec,
+    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run,
+    runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
     ADDED_CERT, CERT, ELFSIG, EXPECTED, HELLO_ADDED_KEY, HELLO_MODULE_KEY, HELLO_OTHER_KEY, HELLO_UNSIGNED, KEY, LD_SO,
@@ -39,13 +39,8 @@ fn signed_programs() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Coreutils programs (dynamically linked) and the arguments they are run with.
-const COREUTILS: &[(&str, &[&str])] = &[
-    ("ls", &["-l", SCRIPTS]),
-    ("cat", &[MANIFEST]),
-    ("echo", &["elfsig"]),
-    ("true", &[]),
-    ("uname", &["-s"]),
-];
+const COREUTILS: &[(&str, &[&str])] =
+    &[("ls", &["-l", SCRIPTS]), ("cat", &[MANIFEST]), ("echo", &["elfsig"]), ("true", &[]), ("uname", &["-s"])];
 
 pub(crate) fn manifest(key: &str) -> Result<String, String> {
     let text = std::fs::read_to_string(MANIFEST).context("read manifest")?;
@@ -88,8 +83,7 @@ pub(crate) fn run_all() -> bool {
         // Loading is not news: the module logs refusals and errors, nothing else. (The kernel
         // itself says that an out-of-tree, unsigned module taints it.)
         let log = kernel_log()?;
-        let chatter: Vec<&String> =
-            log.iter().filter(|l| l.starts_with("elfsig: ") && !l.contains("taint")).collect();
+        let chatter: Vec<&String> = log.iter().filter(|l| l.starts_with("elfsig: ") && !l.contains("taint")).collect();
         ensure(chatter.is_empty(), || format!("the module logged on load: {chatter:?}"))
     });
 
@@ -257,9 +251,7 @@ fn change_cases(suite: &mut Suite<'_>) {
 }
 
 fn interpreter_cases(suite: &mut Suite<'_>) {
-    suite.case("script_with_signed_interpreter_runs", || {
-        runs(SCRIPT_SIGNED_INTERPRETER, &[], Some(b"script ran\n"))
-    });
+    suite.case("script_with_signed_interpreter_runs", || runs(SCRIPT_SIGNED_INTERPRETER, &[], Some(b"script ran\n")));
     suite.case("script_with_unsigned_interpreter_refused", || refused(SCRIPT_UNSIGNED_INTERPRETER));
     suite.case("modified_ld_so_stops_dynamic_programs", || {
         wait_for_log_budget();
@@ -471,11 +463,7 @@ fn policy_cases(suite: &mut Suite<'_>) {
             .map(|i| {
                 std::thread::spawn(move || -> Result<(), String> {
                     for _ in 0..10 {
-                        if i % 2 == 0 {
-                            runs(image::HELLO, &[], Some(HELLO))?
-                        } else {
-                            refused(HELLO_UNSIGNED)?
-                        }
+                        if i % 2 == 0 { runs(image::HELLO, &[], Some(HELLO))? } else { refused(HELLO_UNSIGNED)? }
                     }
                     Ok(())
                 })

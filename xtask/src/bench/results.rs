@@ -1,8 +1,8 @@
 //! The raw measurements: parsed from the guest's `ELFSIG-BENCH` lines, written to results.csv,
 //! and queried by the report.
 
-use elfsig_guest::image;
 use crate::Result;
+use elfsig_guest::image;
 
 /// One measurement.
 #[derive(Debug, Clone)]

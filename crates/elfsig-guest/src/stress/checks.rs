@@ -9,8 +9,16 @@ use elfsig_guest::harness::{Context, Outcome, diagnostic, ensure, kernel_log};
 use super::load::{Shared, Tally};
 
 /// The names of the counts [`counts`] reads.
-const NAMES: [&str; 8] =
-    ["execs", "ran_good", "ran_other", "refused", "exec_failed", "killed_in_exec", "judged_must_not_load", "judged_must_run"];
+const NAMES: [&str; 8] = [
+    "execs",
+    "ran_good",
+    "ran_other",
+    "refused",
+    "exec_failed",
+    "killed_in_exec",
+    "judged_must_not_load",
+    "judged_must_run",
+];
 
 /// What the execs did so far.
 pub(crate) fn counts(tally: &Tally) -> [u64; 8] {
@@ -18,7 +26,8 @@ pub(crate) fn counts(tally: &Tally) -> [u64; 8] {
         .judged
         .iter()
         .fold([0, 0], |[a, b], [c, d]| [a + c.load(Ordering::Relaxed), b + d.load(Ordering::Relaxed)]);
-    let counters = [&tally.execs, &tally.ran_good, &tally.ran_other, &tally.refused, &tally.failed, &tally.killed_in_exec];
+    let counters =
+        [&tally.execs, &tally.ran_good, &tally.ran_other, &tally.refused, &tally.failed, &tally.killed_in_exec];
     let [execs, good, other, refused, failed, killed] = counters.map(|c| c.load(Ordering::Relaxed));
     [execs, good, other, refused, failed, killed, not_load, run]
 }

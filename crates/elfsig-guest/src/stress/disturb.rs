@@ -26,7 +26,8 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
         write_control("flush", "1").context("flush")?;
         if round == 3 {
             let cert = read(image::ADDED_CERT)?;
-            let key = shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?;
+            let key =
+                shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?;
             added = Some(key);
         }
         if let (9, Some(key)) = (round, added) {
