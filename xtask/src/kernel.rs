@@ -28,6 +28,8 @@ pub const KERNEL_TOOLS: &[Need] = &[
     Need::Deb("openssl"),
     Need::Deb("cpio"),
     Need::Deb("xz-utils"),
+    // pahole: BTF for the kernel and modules, which the mapping guard's kfunc needs.
+    Need::Deb("dwarves"),
     Need::RustSrc,
     Need::CargoTool { krate: "bindgen-cli", binary: "bindgen" },
 ];
@@ -80,7 +82,9 @@ pub fn test_kernel(flavor: Flavor, builtin_cert: &Path) -> Result<Kernel> {
     let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
     let mut key = Fnv::new();
     key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert);
-    for tool in [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"]] {
+    for tool in
+        [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"], &["pahole", "--version"]]
+    {
         key.add(Cmd::new(deps::tool_path(tool[0])).args(&tool[1..]).read()?.as_bytes());
     }
     let dir = paths::cache().join("kernel").join(format!("{source_version}-{:016x}", key.finish()));
