@@ -133,11 +133,15 @@ pub enum Reason {
     /// A policy, not a verification, refuses it: the dynamic loader run directly while the
     /// kernel module's loader policy is `deny`.
     LoaderExec,
+    /// A policy, not a verification, refuses it: a file mapping that was not executable asked
+    /// to become executable (`mprotect`), which the kernel module's mapping guard refuses
+    /// because it cannot read the file at that point to verify it.
+    MadeExecutable,
 }
 
 impl Reason {
     /// Every reason, in the order the kernel module's counters list them.
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::Unsigned,
         Reason::MalformedElf,
         Reason::MalformedSignature,
@@ -148,6 +152,7 @@ impl Reason {
         Reason::IoError,
         Reason::Error,
         Reason::LoaderExec,
+        Reason::MadeExecutable,
     ];
 
     /// The reason's name: the kernel module's counter and log word, and the CLI's `--json`
@@ -164,6 +169,7 @@ impl Reason {
             Reason::IoError => "io_error",
             Reason::Error => "error",
             Reason::LoaderExec => "loader_exec",
+            Reason::MadeExecutable => "made_executable",
         }
     }
 
@@ -283,6 +289,7 @@ impl fmt::Display for Reason {
             Reason::IoError => "read error",
             Reason::Error => "verification failed",
             Reason::LoaderExec => "the dynamic loader may not be run directly",
+            Reason::MadeExecutable => "a file mapping may not be made executable",
         })
     }
 }
