@@ -9,6 +9,7 @@ use core::fmt::{self, Write};
 
 use kernel::prelude::*;
 
+use crate::guard::Status;
 use crate::policy::STATE;
 use crate::text::Cursor;
 
@@ -28,7 +29,7 @@ pub(crate) struct ControlFile {
 pub(crate) const DIR: &core::ffi::CStr = c"elfsig";
 
 /// Every control file. The index of an entry is how the shim names it.
-pub(crate) static FILES: [ControlFile; 5] = [
+pub(crate) static FILES: [ControlFile; 6] = [
     // `enforce` or `permissive`; writable unless locked.
     ControlFile {
         name: c"mode",
@@ -65,6 +66,14 @@ pub(crate) static FILES: [ControlFile; 5] = [
         read: Some(read_loader),
         write: Some(write_loader),
     },
+    // The mapping guard: `active`, `attached`, `detached` or `unavailable: <why>`. elfsig-guard
+    // writes `attach FD FD` (its BPF links); `release` drops them, refused while locked.
+    ControlFile {
+        name: c"guard",
+        mode: 0o600,
+        read: Some(read_guard),
+        write: Some(write_guard),
+    },
 ];
 
 fn read_mode(out: &mut Cursor<'_>) -> fmt::Result {
@@ -100,7 +109,9 @@ fn write_lock(word: &[u8]) -> Result {
 }
 
 fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
-    STATE.stats.snapshot().write_to(out)
+    STATE.stats.snapshot().write_to(out)?;
+    let active = STATE.guard.status() == Status::Active;
+    writeln!(out, "mmap_guard_active {}", u8::from(active))
 }
 
 fn write_flush(_: &[u8]) -> Result {
@@ -122,6 +133,14 @@ fn write_loader(word: &[u8]) -> Result {
         b"allow" => STATE.set_deny_loader(false),
         _ => Err(EINVAL),
     }
+}
+
+fn read_guard(out: &mut Cursor<'_>) -> fmt::Result {
+    writeln!(out, "{}", STATE.guard.status())
+}
+
+fn write_guard(input: &[u8]) -> Result {
+    STATE.guard.command(input, STATE.locked())
 }
 
 fn file(which: u32) -> Result<&'static ControlFile> {

@@ -5,8 +5,10 @@
 //!
 //! A binfmt handler at the head of the list checks every ELF program, and the ELF interpreter it
 //! names, before binfmt_elf loads them; a probe at the end of every exec checks that the
-//! interpreter binfmt_elf mapped is the one checked. The signature format and the verification
-//! steps come from `crates/elfsig-core`, compiled here from source.
+//! interpreter binfmt_elf mapped is the one checked. With the mapping guard (a BPF LSM program
+//! that calls the module, `guard/`), every file mapped executable is checked too: shared
+//! libraries, `dlopen`, `LD_PRELOAD`, `ld.so ./program`. The signature format and the
+//! verification steps come from `crates/elfsig-core`, compiled here from source.
 
 use kernel::prelude::*;
 
@@ -18,6 +20,7 @@ pub mod elfsig_core;
 mod cache;
 mod control;
 mod glue;
+mod guard;
 mod interpreter;
 mod pending;
 mod policy;
@@ -25,7 +28,7 @@ mod stats;
 mod text;
 mod verify;
 
-use glue::{binfmt, crypto, exec_end, file, keys, module, securityfs};
+use glue::{binfmt, crypto, exec_end, file, guard as guard_glue, keys, module, securityfs};
 use policy::STATE;
 
 module! {
@@ -39,6 +42,7 @@ module! {
 /// The module, loaded: what init set up, in the order exit takes it down (fields drop in
 /// declaration order), execs first.
 struct Elfsig {
+    _guard: guard_glue::Links,
     _binfmt: binfmt::Registration,
     _exec_end: exec_end::Probe,
     _control: securityfs::ControlDir,
@@ -57,12 +61,20 @@ impl kernel::Module for Elfsig {
         let faults = file::FaultInjection::create();
         let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
         let exec_end = exec_end::Probe::register()?;
+        if let Err(why) = STATE.guard.offer() {
+            if params.require_mmap_guard {
+                pr_err!("the mapping guard is unavailable: {why}; require_mmap_guard=1 refuses to load\n");
+                return Err(ENODEV);
+            }
+            pr_warn!("the mapping guard is unavailable: {why}; only execs are checked\n");
+        }
         // Nothing can fail from here on: execs reach the module, and the lock pins it.
         let binfmt = binfmt::Registration::register();
         if params.lock {
             STATE.lock();
         }
         Ok(Elfsig {
+            _guard: guard_glue::Links::new(),
             _binfmt: binfmt,
             _exec_end: exec_end,
             _control: control,

@@ -10,6 +10,7 @@ pub(crate) mod binfmt;
 pub(crate) mod crypto;
 pub(crate) mod exec_end;
 pub(crate) mod file;
+pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod module;
 pub(crate) mod securityfs;

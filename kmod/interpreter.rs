@@ -18,7 +18,7 @@ use crate::elfsig_core::Reason;
 use crate::glue::exec_end::{self, Exec};
 use crate::glue::file::{self, ExecFile, FileRef};
 use crate::pending::Expected;
-use crate::policy::{self, STATE};
+use crate::policy::{self, Access, STATE};
 use crate::stats::Stats;
 use crate::verify::{self, Failure, KernelDetail, Refusal};
 
@@ -103,7 +103,7 @@ pub(crate) fn exec_loaded(program: FileRef<'_>) {
         // What was mapped cannot be told: refuse.
         Err(e) => Failure::error(e),
     };
-    if policy::report(program, failure.in_interpreter()) {
+    if policy::report(program, failure.in_interpreter(), Access::Exec) {
         Stats::add(&STATE.stats.denied, 1);
         exec_end::kill_current();
     }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The exec decision: check the program and its ELF interpreter (through the verdict cache),
-//! then refuse or, in permissive mode, log and allow. Also the mode, the dynamic loader policy
-//! and the lock.
+//! The decisions: an exec (the program and its ELF interpreter) and, with the mapping guard, a
+//! file mapped executable, both through the same verdict cache; refuse or, in permissive mode,
+//! log and allow. Also the mode, the dynamic loader policy and the lock.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,8 +13,9 @@ use kernel::str::CStr;
 use crate::cache::{Cache, Entry};
 use crate::elfsig_core::Reason;
 use crate::glue::exec_end;
-use crate::glue::file::FileRef;
+use crate::glue::file::{FileId, FileRef};
 use crate::glue::module;
+use crate::guard::Guard;
 use crate::interpreter;
 use crate::pending::Pending;
 use crate::stats::Stats;
@@ -25,7 +26,8 @@ use crate::verify::{self, Failure, Verified};
 /// context pointer.
 pub(crate) static STATE: State = State::new();
 
-/// Mode, loader policy, lock, counters, the verdict cache and the execs under way.
+/// Mode, loader policy, lock, counters, the verdict cache, the execs under way and the mapping
+/// guard.
 pub(crate) struct State {
     enforce: AtomicBool,
     deny_loader: AtomicBool,
@@ -36,6 +38,8 @@ pub(crate) struct State {
     pub(crate) cache: Cache,
     /// What each exec under way expects as its ELF interpreter.
     pub(crate) pending: Pending,
+    /// The mapping guard.
+    pub(crate) guard: Guard,
 }
 
 impl State {
@@ -47,6 +51,7 @@ impl State {
             stats: Stats::new(),
             cache: Cache::new(),
             pending: Pending::new(),
+            guard: Guard::new(),
         }
     }
 
@@ -89,7 +94,7 @@ impl State {
     }
 
     /// Enforces until reboot: the mode cannot be changed, a loader policy of `deny` cannot be
-    /// relaxed, and the module cannot be unloaded. Cannot fail, so that module init takes it
+    /// relaxed, the mapping guard cannot be released, and the module cannot be unloaded. Cannot fail, so that module init takes it
     /// last, once nothing else can fail.
     pub(crate) fn lock(&self) {
         // Enforcing is never refused.
@@ -126,7 +131,7 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     let (mut name, mut unverified_name) = (KVec::new(), KVec::new());
     let interpreter = match check_program(file, &mut name) {
         Ok(interpreter) => interpreter,
-        Err(failure) if report(file, failure) => return refuse(exec),
+        Err(failure) if report(file, failure, Access::Exec) => return refuse(exec),
         // Permissive: the interpreter is checked all the same, so that one run lists
         // everything that would be refused.
         Err(_) => verify::exec_info(file, &mut unverified_name)
@@ -135,12 +140,12 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     };
     let (expected, verdict) = interpreter::check(interpreter);
     if let Err(failure) = verdict {
-        if report(file, failure.in_interpreter()) {
+        if report(file, failure.in_interpreter(), Access::Exec) {
             return refuse(exec);
         }
     }
     if let Err(failure) = interpreter::record(exec, expected) {
-        if report(file, failure) {
+        if report(file, failure, Access::Exec) {
             return refuse(exec);
         }
     }
@@ -148,11 +153,33 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     ENOEXEC.to_errno()
 }
 
+/// What a refusal refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Running the file (or a program naming it as ELF interpreter).
+    Exec,
+    /// Mapping it executable.
+    Mmap,
+    /// Making a mapping of it executable.
+    Mprotect,
+}
+
+impl Access {
+    /// What the log puts before the file's path.
+    fn prefix(self) -> &'static core::ffi::CStr {
+        match self {
+            Access::Exec => c"",
+            Access::Mmap => c"mmap of ",
+            Access::Mprotect => c"mprotect of ",
+        }
+    }
+}
+
 /// Counts and logs a refusal; returns whether it is enforced.
-pub(crate) fn report(file: FileRef<'_>, failure: Failure) -> bool {
+pub(crate) fn report(file: FileRef<'_>, failure: Failure, access: Access) -> bool {
     STATE.stats.refused_for(failure.refused.reason);
     let enforced = STATE.enforcing();
-    file.log_refusal(Message::new(&failure).as_cstr(), enforced);
+    file.log_refusal(access.prefix(), Message::new(&failure).as_cstr(), enforced);
     enforced
 }
 
@@ -171,31 +198,103 @@ fn check_program<'n>(
     file: FileRef<'_>,
     name: &'n mut KVec<u8>,
 ) -> Result<Option<&'n CStr>, Failure> {
-    let stats = &STATE.stats;
-    Stats::add(&stats.checked, 1);
-    let id = file.id();
-    let epoch = STATE.cache.epoch();
-    match STATE.cache.lookup(&id, epoch) {
-        Some(entry) => {
-            Stats::add(&stats.cache_hits, 1);
-            // A cached verdict stands unless its digest has been revoked since.
-            verify::not_revoked(&entry.digest)?;
+    Stats::add(&STATE.stats.checked, 1);
+    match lookup(file)? {
+        Lookup::Hit(entry) => {
             loader_allowed(entry.loader)?;
             if !entry.has_interpreter {
                 return Ok(None);
             }
             Ok(verify::exec_info(file, name)?.interpreter)
         }
-        None => {
-            Stats::add(&stats.cache_misses, 1);
-            let verified = timed_verify(file, name)?;
-            if id.cacheable {
-                STATE.cache.insert(&id, epoch, &Entry::of(&verified));
-            }
+        Lookup::Miss(id, epoch) => {
+            let verified = verify_into_cache(file, &id, epoch, name)?;
             loader_allowed(verified.exec.loader)?;
             Ok(verified.exec.interpreter)
         }
     }
+}
+
+/// What the verdict cache says of a file.
+enum Lookup {
+    /// It verified, and has not changed since.
+    Hit(Entry),
+    /// Not cached: its identity and the cache's epoch, taken before verifying it.
+    Miss(FileId, u64),
+}
+
+/// Looks `file` up in the verdict cache. A cached verdict stands unless its digest has been
+/// revoked since.
+fn lookup(file: FileRef<'_>) -> Result<Lookup, Failure> {
+    let stats = &STATE.stats;
+    let id = file.id();
+    let epoch = STATE.cache.epoch();
+    match STATE.cache.lookup(&id, epoch) {
+        Some(entry) => {
+            Stats::add(&stats.cache_hits, 1);
+            verify::not_revoked(&entry.digest)?;
+            Ok(Lookup::Hit(entry))
+        }
+        None => {
+            Stats::add(&stats.cache_misses, 1);
+            Ok(Lookup::Miss(id, epoch))
+        }
+    }
+}
+
+/// Verifies a file the cache missed, and caches the verdict when its identity would show any
+/// later change.
+fn verify_into_cache<'n>(
+    file: FileRef<'_>,
+    id: &FileId,
+    epoch: u64,
+    name: &'n mut KVec<u8>,
+) -> Result<Verified<'n>, Failure> {
+    let verified = timed_verify(file, name)?;
+    if id.cacheable {
+        STATE.cache.insert(id, epoch, &Entry::of(&verified));
+    }
+    Ok(verified)
+}
+
+/// Decides a file mapped with `PROT_EXEC` (the guard's `mmap_file` program, before the mapping
+/// exists): 0 allows it, `-EACCES` refuses it. The file must verify as a program would, through
+/// the same cache; a dynamic loader is mapped like any library. Files that are not regular
+/// (devices) are not file contents, and are left alone as IMA leaves them.
+pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
+    STATE.guard.seen();
+    if !file.is_regular() {
+        return 0;
+    }
+    let stats = &STATE.stats;
+    Stats::add(&stats.mmap_checked, 1);
+    let mut name = KVec::new();
+    let verdict = match lookup(file) {
+        Ok(Lookup::Miss(id, epoch)) => verify_into_cache(file, &id, epoch, &mut name).map(|_| ()),
+        other => other.map(|_| ()),
+    };
+    if let Err(failure) = verdict {
+        if report(file, failure, Access::Mmap) {
+            Stats::add(&stats.mmap_denied, 1);
+            return EACCES.to_errno();
+        }
+    }
+    Stats::add(&stats.mmap_allowed, 1);
+    0
+}
+
+/// Decides a file mapping that is not executable asking for `PROT_EXEC` (`mprotect`): refused,
+/// as IMA refuses it, since the hook runs under `mmap_lock`, where the file cannot be read to
+/// verify it. Nothing real software does needs it: loaders map code executable from the start.
+pub(crate) fn check_mprotect(file: FileRef<'_>) -> c_int {
+    if !file.is_regular() {
+        return 0;
+    }
+    if report(file, Failure::new(Reason::MadeExecutable), Access::Mprotect) {
+        Stats::add(&STATE.stats.mmap_denied, 1);
+        return EACCES.to_errno();
+    }
+    0
 }
 
 /// Refuses a dynamic loader run directly, when the policy says so.

@@ -18,6 +18,12 @@ pub(crate) struct Stats {
     pub(crate) allowed: AtomicU64,
     /// Execs refused.
     pub(crate) denied: AtomicU64,
+    /// Files mapped with `PROT_EXEC` that the mapping guard checked.
+    pub(crate) mmap_checked: AtomicU64,
+    /// Executable mappings let through.
+    pub(crate) mmap_allowed: AtomicU64,
+    /// Executable mappings (and `mprotect`s making file mappings executable) refused.
+    pub(crate) mmap_denied: AtomicU64,
     /// Checks answered by the verdict cache.
     pub(crate) cache_hits: AtomicU64,
     /// Checks that verified the file.
@@ -49,15 +55,18 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 10],
+    values: [u64; 13],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 10] = [
+const NAMES: [&str; 13] = [
     "checked",
     "allowed",
     "denied",
+    "mmap_checked",
+    "mmap_allowed",
+    "mmap_denied",
     "cache_hits",
     "cache_misses",
     "interpreter_replaced",
@@ -74,6 +83,9 @@ impl Stats {
             checked: AtomicU64::new(0),
             allowed: AtomicU64::new(0),
             denied: AtomicU64::new(0),
+            mmap_checked: AtomicU64::new(0),
+            mmap_allowed: AtomicU64::new(0),
+            mmap_denied: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             interpreter_replaced: AtomicU64::new(0),
@@ -120,6 +132,9 @@ impl Stats {
                 &self.checked,
                 &self.allowed,
                 &self.denied,
+                &self.mmap_checked,
+                &self.mmap_allowed,
+                &self.mmap_denied,
                 &self.cache_hits,
                 &self.cache_misses,
                 &self.interpreter_replaced,
@@ -135,11 +150,11 @@ impl Stats {
 }
 
 impl Snapshot {
-    /// Writes `name value` lines: the first three counters, the reasons, the rest, and the
+    /// Writes `name value` lines: the exec and mapping counters, the reasons, the rest, and the
     /// cache's size.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> fmt::Result {
         let mut counters = NAMES.iter().zip(self.values);
-        for (name, value) in counters.by_ref().take(3) {
+        for (name, value) in counters.by_ref().take(6) {
             writeln!(out, "{name} {value}")?;
         }
         for (reason, value) in Reason::ALL.iter().zip(self.reasons) {

@@ -68,7 +68,13 @@ extern "C" {
     fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
     fn elfsig_shim_open_exec(path: *const c_char, err: *mut c_int) -> *mut RawFile;
     fn elfsig_shim_close_exec(file: *mut RawFile);
-    fn elfsig_shim_log_refusal(file: *mut RawFile, message: *const c_char, enforced: bool);
+    fn elfsig_shim_file_is_regular(file: *mut RawFile) -> bool;
+    fn elfsig_shim_log_refusal(
+        file: *mut RawFile,
+        what: *const c_char,
+        message: *const c_char,
+        enforced: bool,
+    );
     fn elfsig_shim_fault_create();
     fn elfsig_shim_fault_remove();
 }
@@ -116,12 +122,29 @@ impl FileRef<'_> {
         id
     }
 
-    /// Logs (rate-limited) that the file is refused, with its path. Does not sleep.
-    pub(crate) fn log_refusal(&self, message: &core::ffi::CStr, enforced: bool) {
-        // SAFETY: by the type invariant `ptr` is an open file; `message` is NUL-terminated and
-        // outlives the call.
+    /// Whether it is a regular file (not a device, a pipe, a socket).
+    pub(crate) fn is_regular(&self) -> bool {
+        // SAFETY: by the type invariant `ptr` is an open file.
+        unsafe { elfsig_shim_file_is_regular(self.as_ptr()) }
+    }
+
+    /// Logs (rate-limited) that the file is refused, with its path: `refused <what><path>:
+    /// <message>`. Does not sleep.
+    pub(crate) fn log_refusal(
+        &self,
+        what: &core::ffi::CStr,
+        message: &core::ffi::CStr,
+        enforced: bool,
+    ) {
+        // SAFETY: by the type invariant `ptr` is an open file; `what` and `message` are
+        // NUL-terminated and outlive the call.
         unsafe {
-            elfsig_shim_log_refusal(self.as_ptr(), message.as_ptr().cast::<c_char>(), enforced)
+            elfsig_shim_log_refusal(
+                self.as_ptr(),
+                what.as_ptr().cast::<c_char>(),
+                message.as_ptr().cast::<c_char>(),
+                enforced,
+            )
         }
     }
 }

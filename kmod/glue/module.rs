@@ -9,6 +9,7 @@ extern "C" {
     fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
     fn elfsig_shim_lock_param() -> bool;
     fn elfsig_shim_deny_loader_param() -> bool;
+    fn elfsig_shim_require_mmap_guard_param() -> bool;
     fn elfsig_shim_embedded_certs(len: *mut usize) -> *const u8;
     fn elfsig_shim_pin_module();
     fn elfsig_shim_now_ns() -> u64;
@@ -22,6 +23,8 @@ pub(crate) struct Params {
     pub(crate) deny_loader: bool,
     /// `lock`.
     pub(crate) lock: bool,
+    /// `require_mmap_guard`.
+    pub(crate) require_mmap_guard: bool,
 }
 
 /// Reads the module parameters.
@@ -42,6 +45,8 @@ pub(crate) fn params() -> Params {
         deny_loader: unsafe { elfsig_shim_deny_loader_param() },
         // SAFETY: reads a module parameter, fixed at load time.
         lock: unsafe { elfsig_shim_lock_param() },
+        // SAFETY: reads a module parameter, fixed at load time.
+        require_mmap_guard: unsafe { elfsig_shim_require_mmap_guard_param() },
     }
 }
 

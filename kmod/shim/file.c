@@ -144,7 +144,14 @@ static DEFINE_RATELIMIT_STATE(elfsig_log_ratelimit, 5 * HZ, 20);
  * comes from an allocation that does not wait, or, when there is none, from the stack, where a
  * long path is shown as "?".
  */
-void elfsig_shim_log_refusal(struct file *file, const char *message, bool enforced)
+bool elfsig_shim_file_is_regular(struct file *file)
+{
+	return S_ISREG(file_inode(file)->i_mode);
+}
+
+/* `what` is "" for an exec, or what else was refused ("mmap of "). */
+void elfsig_shim_log_refusal(struct file *file, const char *what, const char *message,
+			     bool enforced)
 {
 	char small[128], *buf, *path;
 	size_t len = PATH_MAX;
@@ -159,7 +166,8 @@ void elfsig_shim_log_refusal(struct file *file, const char *message, bool enforc
 	path = file_path(file, buf, len);
 	if (IS_ERR(path))
 		path = "?";
-	pr_warn("%s %s: %s\n", enforced ? "refused" : "would refuse (permissive)", path, message);
+	pr_warn("%s %s%s: %s\n", enforced ? "refused" : "would refuse (permissive)", what, path,
+		message);
 	if (buf != small)
 		kfree(buf);
 }

@@ -24,6 +24,11 @@ static bool elfsig_deny_loader;
 module_param_named(deny_loader, elfsig_deny_loader, bool, 0444);
 MODULE_PARM_DESC(deny_loader, "refuse running the dynamic loader directly (ld.so ./program)");
 
+static bool elfsig_require_mmap_guard;
+module_param_named(require_mmap_guard, elfsig_require_mmap_guard, bool, 0444);
+MODULE_PARM_DESC(require_mmap_guard,
+		 "fail to load where the kernel cannot run the mapping guard (BPF LSM, module BTF)");
+
 const char *elfsig_shim_mode_param(size_t *len)
 {
 	*len = strnlen(elfsig_mode, sizeof(elfsig_mode));
@@ -38,6 +43,11 @@ bool elfsig_shim_lock_param(void)
 bool elfsig_shim_deny_loader_param(void)
 {
 	return elfsig_deny_loader;
+}
+
+bool elfsig_shim_require_mmap_guard_param(void)
+{
+	return elfsig_require_mmap_guard;
 }
 
 /* Certificates embedded at build time (certs.S): concatenated DER. */

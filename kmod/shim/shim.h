@@ -44,6 +44,9 @@ int elfsig_check_exec(struct file *file, const u8 *head, size_t head_len);
 /* exec_end.c: every exec that loaded, before its first instruction; every task that exits. */
 void elfsig_exec_loaded(struct file *program);
 void elfsig_task_exit(void);
+/* guard.c: the mapping guard's kfuncs. 0 allows the mapping, -EACCES refuses it. */
+int elfsig_check_mapping(struct file *file);
+int elfsig_check_mprotect(struct file *file);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
@@ -53,6 +56,7 @@ ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
 const char *elfsig_shim_mode_param(size_t *len);
 bool elfsig_shim_lock_param(void);
 bool elfsig_shim_deny_loader_param(void);
+bool elfsig_shim_require_mmap_guard_param(void);
 const u8 *elfsig_shim_embedded_certs(size_t *len);
 void elfsig_shim_pin_module(void);
 u64 elfsig_shim_now_ns(void);
@@ -67,7 +71,9 @@ void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 struct file *elfsig_shim_open_exec(const char *path, int *err);
 void elfsig_shim_close_exec(struct file *file);
-void elfsig_shim_log_refusal(struct file *file, const char *message, bool enforced);
+bool elfsig_shim_file_is_regular(struct file *file);
+void elfsig_shim_log_refusal(struct file *file, const char *what, const char *message,
+			     bool enforced);
 void elfsig_shim_fault_create(void);
 void elfsig_shim_fault_remove(void);
 
@@ -112,5 +118,22 @@ void elfsig_shim_exec_end_unregister(void);
 void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id);
 int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *id);
 void elfsig_shim_kill_current(void);
+
+/* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
+
+/* The hooks, as elfsig_shim_guard_hold() names them and elfsig_shim_guard_held() counts them. */
+#define ELFSIG_GUARD_MMAP_FILE 0
+#define ELFSIG_GUARD_FILE_MPROTECT 1
+#define ELFSIG_GUARD_HOOKS 2
+
+/* Why the kernel cannot run the guard, besides a negative errno. */
+enum elfsig_guard_unavailable {
+	ELFSIG_GUARD_NO_BPF_LSM = 1,		/* built without CONFIG_BPF_LSM */
+	ELFSIG_GUARD_NO_MODULE_BTF = 2,		/* the module has no BTF */
+};
+int elfsig_shim_guard_init(void);
+int elfsig_shim_guard_hold(int fd);
+unsigned int elfsig_shim_guard_held(void);
+void elfsig_shim_guard_release(void);
 
 #endif /* ELFSIG_SHIM_H */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The mapping guard's kernel half (docs/DESIGN.md). A module cannot register LSM hooks, so a
+ * BPF LSM program (guard/bpf/guard.bpf.c, attached from user space by elfsig-guard) runs on
+ * mmap_file and file_mprotect and calls the two kfuncs below, which hand the decision to Rust
+ * (policy.rs). elfsig-guard then hands the programs' links to the module through the `guard`
+ * control file; the module keeps a reference to each, so the guard outlives its loader, and
+ * no one but the module can detach it (LSM links have no detach).
+ *
+ * A program that calls a module's kfunc holds a reference on that module: while the module
+ * holds the links, it cannot be unloaded. Writing `release` to `guard` drops them (refused
+ * once locked).
+ */
+
+#include <linux/bpf.h>
+#include <linux/btf.h>
+#include <linux/btf_ids.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/string.h>
+
+#include "shim.h"
+
+MODULE_IMPORT_NS(BPF_INTERNAL);
+
+__bpf_kfunc_start_defs();
+
+/*
+ * mmap_file, for a mapping asked with PROT_EXEC: sleepable, before mmap_lock is taken. 0
+ * allows, a negative errno refuses. The 6.12 verifier takes the hook's file for non-NULL, so an
+ * anonymous mapping (no file) is told apart here, not in the program.
+ */
+__bpf_kfunc int elfsig_kfunc_mmap_file(struct file *file)
+{
+	if (!file)
+		return 0;
+	return elfsig_check_mapping(file);
+}
+
+/*
+ * file_mprotect, for a file mapping that is not executable and asks for PROT_EXEC: under
+ * mmap_lock, so nothing may sleep and nothing is read; the file cannot be verified there.
+ */
+__bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma)
+{
+	if (!vma->vm_file)
+		return 0;
+	return elfsig_check_mprotect(vma->vm_file);
+}
+
+__bpf_kfunc_end_defs();
+
+BTF_KFUNCS_START(elfsig_kfunc_ids)
+BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
+BTF_KFUNCS_END(elfsig_kfunc_ids)
+
+/* LSM programs only, as fs/bpf_fs_kfuncs.c does for its kfuncs. */
+static int elfsig_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
+{
+	if (!btf_id_set8_contains(&elfsig_kfunc_ids, kfunc_id) || prog->type == BPF_PROG_TYPE_LSM)
+		return 0;
+	return -EACCES;
+}
+
+static const struct btf_kfunc_id_set elfsig_kfunc_set = {
+	.owner = THIS_MODULE,
+	.set = &elfsig_kfunc_ids,
+	.filter = elfsig_kfunc_filter,
+};
+
+/*
+ * Offers the kfuncs to BPF LSM programs: 0, a negative errno, or why the kernel cannot run the
+ * guard (enum elfsig_guard_unavailable). Without module BTF, register_btf_kfunc_id_set() only
+ * warns, and no program could find the kfuncs.
+ */
+int elfsig_shim_guard_init(void)
+{
+	if (!IS_ENABLED(CONFIG_BPF_LSM))
+		return ELFSIG_GUARD_NO_BPF_LSM;
+#ifdef CONFIG_DEBUG_INFO_BTF_MODULES
+	if (!THIS_MODULE->btf_data_size)
+		return ELFSIG_GUARD_NO_MODULE_BTF;
+	return register_btf_kfunc_id_set(BPF_PROG_TYPE_LSM, &elfsig_kfunc_set);
+#else
+	return ELFSIG_GUARD_NO_MODULE_BTF;
+#endif
+}
+
+static DEFINE_MUTEX(elfsig_guard_lock);
+static struct bpf_link *elfsig_guard_links[ELFSIG_GUARD_HOOKS];
+
+/* Which hook the link's program is an LSM program on, or -EINVAL. */
+static int elfsig_guard_hook(const struct bpf_link *link)
+{
+	const struct bpf_prog *prog = link->prog;
+	const char *name = prog->aux->attach_func_name;
+
+	if (link->type != BPF_LINK_TYPE_TRACING || prog->type != BPF_PROG_TYPE_LSM || !name)
+		return -EINVAL;
+	if (!strcmp(name, "bpf_lsm_mmap_file"))
+		return ELFSIG_GUARD_MMAP_FILE;
+	if (!strcmp(name, "bpf_lsm_file_mprotect"))
+		return ELFSIG_GUARD_FILE_MPROTECT;
+	return -EINVAL;
+}
+
+/*
+ * Takes a reference on the link behind the caller's descriptor `fd`; returns the hook it is on.
+ * -EBUSY when the module holds a link on that hook already: one must be released first.
+ */
+int elfsig_shim_guard_hold(int fd)
+{
+	struct bpf_link *link;
+	int hook;
+
+	if (fd < 0)
+		return -EBADF;
+	link = bpf_link_get_from_fd(fd);
+	if (IS_ERR(link))
+		return PTR_ERR(link);
+	hook = elfsig_guard_hook(link);
+	if (hook >= 0) {
+		mutex_lock(&elfsig_guard_lock);
+		if (elfsig_guard_links[hook])
+			hook = -EBUSY;
+		else
+			elfsig_guard_links[hook] = link;
+		mutex_unlock(&elfsig_guard_lock);
+	}
+	if (hook < 0)
+		bpf_link_put(link);
+	return hook;
+}
+
+/* A bit per hook on which the module holds a link. */
+unsigned int elfsig_shim_guard_held(void)
+{
+	unsigned int held = 0;
+	int hook;
+
+	mutex_lock(&elfsig_guard_lock);
+	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+		if (elfsig_guard_links[hook])
+			held |= 1u << hook;
+	mutex_unlock(&elfsig_guard_lock);
+	return held;
+}
+
+/*
+ * Drops the module's links. The programs go once nothing else holds them, and with them their
+ * references on this module (after an RCU grace period: unloading may have to wait a moment).
+ */
+void elfsig_shim_guard_release(void)
+{
+	struct bpf_link *links[ELFSIG_GUARD_HOOKS];
+	int hook;
+
+	mutex_lock(&elfsig_guard_lock);
+	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++) {
+		links[hook] = elfsig_guard_links[hook];
+		elfsig_guard_links[hook] = NULL;
+	}
+	mutex_unlock(&elfsig_guard_lock);
+	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+		if (links[hook])
+			bpf_link_put(links[hook]);
+}
