@@ -12,6 +12,12 @@ pub fn build_cli() -> Result<PathBuf> {
     Ok(paths::target().join("release/elfsig"))
 }
 
+/// Builds the release `elfsig-guard` binary (the mapping guard's loader) and returns its path.
+pub fn build_guard() -> Result<PathBuf> {
+    Cmd::new("cargo").args(["build", "--quiet", "--release", "--package", "elfsig-guard"]).dir(&paths::root()).run()?;
+    Ok(paths::target().join("release/elfsig-guard"))
+}
+
 /// Builds `package` (whose binary has the same name) as a static executable, as a VM's init
 /// must be, with no libraries around; returns its path.
 pub fn build_static(package: &str) -> Result<PathBuf> {

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * elfsig's mapping guard: BPF LSM programs that hand every executable file mapping to the elfsig
+ * kernel module (kmod/shim/guard.c), which verifies the file exactly as it verifies a program.
+ * elfsig-guard (src/main.rs) loads and attaches them, and hands their links to the module.
+ *
+ * The programs only choose what to ask about; the module decides, counts and logs, in enforce
+ * and permissive mode alike.
+ */
+
+#include "types.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/*
+ * The module's kfuncs: 0 allows, -EACCES refuses. The verifier wants an LSM program's result
+ * known to be an errno or 0, hence the programs' `? -EACCES : 0`.
+ */
+extern int elfsig_kfunc_mmap_file(struct file *file) __ksym;
+extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma) __ksym;
+
+/*
+ * A file mapped with PROT_EXEC: binfmt_elf mapping a program and its interpreter, ld.so mapping
+ * a program (ld.so ./prog) and its libraries (DT_NEEDED, LD_PRELOAD, dlopen). Sleepable, before
+ * mmap_lock: the module may read and verify the file. Anonymous mappings (no file) are let
+ * through by the module, since the verifier takes `file` for non-NULL here.
+ */
+SEC("lsm.s/mmap_file")
+int BPF_PROG(elfsig_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
+	     unsigned long flags, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC))
+		return 0;
+	return elfsig_kfunc_mmap_file(file) ? -EACCES : 0;
+}
+
+/*
+ * A mapping asking for PROT_EXEC: only a file mapping that is not executable yet concerns the
+ * guard (anonymous memory is out of scope). Under mmap_lock: the module cannot verify the file
+ * here, and refuses.
+ */
+SEC("lsm/file_mprotect")
+int BPF_PROG(elfsig_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
+	     unsigned long prot, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC) || !vma->vm_file || (vma->vm_flags & VM_EXEC))
+		return 0;
+	return elfsig_kfunc_file_mprotect(vma) ? -EACCES : 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

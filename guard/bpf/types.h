@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The few kernel types the guard's programs use, instead of a vmlinux.h generated from one
+ * kernel: the structures are read with CO-RE (preserve_access_index), so libbpf matches their
+ * fields by name against the running kernel's BTF, wherever they are.
+ */
+#ifndef ELFSIG_GUARD_TYPES_H
+#define ELFSIG_GUARD_TYPES_H
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+
+/* What bpf_helpers.h needs from uapi/linux/bpf.h. */
+enum bpf_map_type { BPF_MAP_TYPE_UNSPEC = 0 };
+
+/*
+ * A structure, not a forward declaration: libbpf checks the kfuncs' prototypes against the
+ * module's BTF, where struct file is a structure, and a declaration is not compatible with it.
+ */
+struct file {
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_flags;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+/* include/uapi/asm-generic/mman-common.h and include/linux/mm.h */
+#define PROT_EXEC 0x4
+#define VM_EXEC 0x00000004
+/* include/uapi/asm-generic/errno-base.h */
+#define EACCES 13
+
+#endif
