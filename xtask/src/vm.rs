@@ -4,6 +4,7 @@
 pub mod cpio;
 pub mod initramfs;
 pub mod qemu;
+pub mod real;
 
 use crate::Result;
 use crate::deps::Need;

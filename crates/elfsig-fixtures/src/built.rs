@@ -165,7 +165,7 @@ fn require(name: &str, package: &str) -> Result<PathBuf, String> {
 }
 
 /// First line of `program args`' standard output, identifying the tool's version.
-fn version(program: &Path, args: &[&str]) -> Result<String, String> {
+pub(crate) fn version(program: &Path, args: &[&str]) -> Result<String, String> {
     let out =
         Command::new(program).args(args).output().map_err(|e| format!("cannot run {}: {e}", program.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -176,7 +176,7 @@ fn version(program: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// Runs a build step in `work`, turning failure into a message with its output.
-fn run(cmd: &mut Command, work: &Path) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command, work: &Path) -> Result<(), String> {
     let shown = format!("{cmd:?}");
     let out = cmd.current_dir(work).output().map_err(|e| format!("cannot run {shown}: {e}"))?;
     if out.status.success() {
@@ -191,13 +191,18 @@ fn run(cmd: &mut Command, work: &Path) -> Result<(), String> {
     }
 }
 
-fn write_source(work: &Path, name: &str, text: &str) -> Result<(), String> {
+pub(crate) fn write_source(work: &Path, name: &str, text: &str) -> Result<(), String> {
     let path = work.join(name);
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// gcc, or an error naming its package.
+pub(crate) fn gcc() -> Result<PathBuf, String> {
+    require("gcc", "gcc")
+}
+
 fn gcc_program(what: Built, flags: &[&str]) -> Result<PathBuf, String> {
-    let gcc = require("gcc", "gcc")?;
+    let gcc = gcc()?;
     let mut key = Key::new().add(what.name()).add(HELLO_C).add(version(&gcc, &["--version"])?);
     for flag in flags {
         key = key.add(flag);

@@ -14,6 +14,7 @@
 mod built;
 mod cache;
 mod elf;
+mod guard;
 mod machine;
 mod regressions;
 mod strip;
@@ -22,6 +23,7 @@ mod system;
 
 pub use built::{ALL_BUILT, Built, build, emulated_output, expected_output};
 pub use elf::{Class, Endian};
+pub use guard::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT, GuardPrograms, guard_programs};
 pub use regressions::regression_inputs;
 pub use strip::strip_section_headers;
 pub use synth::{HELLO_OUTPUT, Kind, Sections, Spec, TRAILING, synth, synth_matrix, synth_specs};

@@ -10,7 +10,8 @@
 
 use std::cell::RefCell;
 
-use crate::tamper::{Map, flip};
+use crate::mapping;
+use crate::tamper::{self, Map, flip};
 use elfsig_guest::harness::{
     Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run,
     runs, stats, wait_for_log_budget, write_control, write_exec,
@@ -29,7 +30,7 @@ const WORK: &str = "/tmp/work";
 /// Signed programs that print a fixed line, and what they print.
 fn signed_programs() -> Vec<(String, Vec<u8>)> {
     let mut programs = vec![(image::HELLO.to_owned(), HELLO.to_vec())];
-    for name in ["cstatic", "cstaticpie", "cdynamic"] {
+    for name in ["cstatic", "cstaticpie", "cdynamic", "go", "rust"] {
         let (path, out) = (format!("{SIGNED}/{name}"), format!("{EXPECTED}/{name}"));
         if let Ok(expected) = std::fs::read(out) {
             programs.push((path, expected));
@@ -87,11 +88,13 @@ pub(crate) fn run_all() -> bool {
         ensure(chatter.is_empty(), || format!("the module logged on load: {chatter:?}"))
     });
 
+    mapping::attach_case(&mut suite);
     exec_cases(&mut suite, &baseline);
     tamper_cases(&mut suite);
     change_cases(&mut suite);
     interpreter_cases(&mut suite);
     loader_cases(&mut suite);
+    mapping::cases(&mut suite);
     policy_cases(&mut suite);
     lifecycle_cases(&mut suite);
     suite.run("elfsig: the kernel module's end-to-end cases")
@@ -132,51 +135,15 @@ fn exec_cases<'a>(suite: &mut Suite<'a>, baseline: &'a RefCell<Vec<Vec<u8>>>) {
     });
 }
 
-/// A tampered variant: its case name, its bytes (or why they could not be made), and the counter
-/// its refusal must bump.
-type Variant = (&'static str, Result<Vec<u8>, String>, &'static str);
-
-/// Tampered copies of a signed file are each refused, for the right reason.
+/// Tampered copies of a signed program are each refused, for the right reason.
 fn tamper_cases(suite: &mut Suite<'_>) {
-    let source = format!("{SIGNED}/cstatic");
-    let Ok(signed) = read(&source) else {
-        suite.case("tamper_setup", move || Err(format!("{source} is missing")));
-        return;
-    };
-    let map = match Map::of(&signed) {
-        Ok(map) => map,
+    let variants = match tamper::variants(&format!("{SIGNED}/cstatic"), &format!("{SIGNED}/cdynamic")) {
+        Ok(variants) => variants,
         Err(e) => {
             suite.case("tamper_setup", move || Err(e));
             return;
         }
     };
-    let mid = |(offset, size): (usize, usize)| offset + size / 2;
-    let payload = map.payload.unwrap_or((0, 0));
-    let other = read(format!("{SIGNED}/cdynamic")).ok().and_then(|b| Map::of(&b).ok().map(|m| (b, m)));
-
-    let mut variants: Vec<Variant> = vec![
-        ("tampered_elf_header", Ok(flip(&signed, 24)), "modified"),
-        ("tampered_program_headers", Ok(flip(&signed, map.phoff + 4)), "modified"),
-        ("tampered_code", map.section(".text").map(|s| flip(&signed, mid(s))), "modified"),
-        ("tampered_rodata", map.section(".rodata").map(|s| flip(&signed, mid(s))), "modified"),
-        ("tampered_data", map.section(".data").map(|s| flip(&signed, mid(s))), "modified"),
-        ("tampered_section_headers", Ok(flip(&signed, map.shoff + 64 + 8)), "modified"),
-        ("tampered_signature_value", Ok(flip(&signed, payload.0 + payload.1 - 1)), "bad_signature"),
-        ("tampered_record_digest", Ok(flip(&signed, payload.0 + 64)), "bad_signature"),
-        ("tampered_record_magic", Ok(flip(&signed, payload.0)), "unsigned"),
-        ("appended_byte", Ok([&signed[..], b"x"].concat()), "modified"),
-        ("truncated_byte", Ok(signed[..signed.len() - 1].to_vec()), "malformed_elf"),
-    ];
-    if let Some((other_bytes, other_map)) = &other {
-        // The other file's signature pasted over this one's (same key, so the same size).
-        let moved = other_map.payload().and_then(|(offset, size)| {
-            ensure(size == payload.1, || "payloads differ in size".into())?;
-            let mut bytes = signed.clone();
-            bytes[payload.0..payload.0 + size].copy_from_slice(&other_bytes[offset..offset + size]);
-            Ok(bytes)
-        });
-        variants.push(("signature_moved_from_another_file", moved, "modified"));
-    }
     for (name, bytes, reason) in variants {
         suite.case(name, move || {
             let bytes = bytes?;
@@ -198,7 +165,8 @@ fn change_cases(suite: &mut Suite<'_>) {
         runs(PATH, &[], Some(HELLO))?;
         let before = stats()?;
         runs(PATH, &[], Some(HELLO))?;
-        counters_grew(&before, &stats()?, &[("cache_hits", 1), ("cache_misses", 0)])
+        // The exec's check and the guard's, when binfmt_elf maps it: both from the cache.
+        counters_grew(&before, &stats()?, &[("cache_hits", 2), ("cache_misses", 0)])
     }
     suite.case("unchanged_file_is_cached", fresh);
     suite.case("modified_in_place_between_execs_refused", || {
@@ -273,12 +241,9 @@ fn interpreter_cases(suite: &mut Suite<'_>) {
 }
 
 /// Running the dynamic loader directly: it maps the program itself, so the program is never
-/// exec'd and never checked. That is allowed by default and refused with `loader` = `deny`.
+/// exec'd; the mapping guard checks it when it is mapped (see `mapping.rs`). `loader` = `deny`
+/// refuses running the loader at all, a belt on top.
 fn loader_cases(suite: &mut Suite<'_>) {
-    suite.case("loader_run_directly_runs_unsigned_programs_by_default", || {
-        ensure(control_value("loader")? == "allow", || "the loader policy is not allow by default".into())?;
-        runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))
-    });
     suite.case("deny_loader_refuses_running_the_loader_directly", || {
         write_control("loader", "deny").context("set loader deny")?;
         let before = stats()?;
@@ -354,7 +319,8 @@ fn policy_cases(suite: &mut Suite<'_>) {
         let after = stats()?;
         write_control("mode", "enforce").context("set enforce")?;
         result?;
-        counters_grew(&before, &after, &[("unsigned", 1), ("allowed", 1), ("denied", 0)])?;
+        // Reported twice: by the exec's check and by the guard's, when binfmt_elf maps it.
+        counters_grew(&before, &after, &[("unsigned", 2), ("allowed", 1), ("denied", 0), ("mmap_denied", 0)])?;
         let log = kernel_log()?;
         ensure(log.iter().any(|l| l.contains("would refuse (permissive) /t/unsigned/hello: unsigned")), || {
             "no permissive line in the kernel log".into()
@@ -364,15 +330,27 @@ fn policy_cases(suite: &mut Suite<'_>) {
     suite.case("counters_match_a_known_sequence", || {
         write_control("flush", "1").context("flush")?;
         let before = stats()?;
-        runs(image::HELLO, &[], Some(HELLO))?; // miss
-        runs(image::HELLO, &[], Some(HELLO))?; // hit
-        refused(HELLO_UNSIGNED)?; // miss
-        runs(&format!("{SIGNED}/true"), &[], None)?; // miss, and ld.so: miss
+        // Each program's code is mapped executable by binfmt_elf, which the guard checks too.
+        runs(image::HELLO, &[], Some(HELLO))?; // exec: miss; mapping: hit
+        runs(image::HELLO, &[], Some(HELLO))?; // exec: hit; mapping: hit
+        refused(HELLO_UNSIGNED)?; // exec: miss, refused before anything is mapped
+        // exec: miss, and ld.so: miss; mappings: true and ld.so hits, libc (by ld.so) a miss
+        runs(&format!("{SIGNED}/true"), &[], None)?;
         let after = stats()?;
         counters_grew(
             &before,
             &after,
-            &[("checked", 5), ("allowed", 3), ("denied", 1), ("unsigned", 1), ("cache_hits", 1), ("cache_misses", 4)],
+            &[
+                ("checked", 5),
+                ("allowed", 3),
+                ("denied", 1),
+                ("unsigned", 1),
+                ("mmap_checked", 5),
+                ("mmap_allowed", 5),
+                ("mmap_denied", 0),
+                ("cache_hits", 5),
+                ("cache_misses", 5),
+            ],
         )?;
         let hashed = grew(&before, &after, "bytes_hashed");
         ensure(hashed > 0, || "nothing hashed".into())
@@ -477,6 +455,7 @@ fn policy_cases(suite: &mut Suite<'_>) {
 }
 
 fn lifecycle_cases(suite: &mut Suite<'_>) {
+    mapping::release_case(suite);
     suite.case("unload_allows_everything", || {
         system::unload_module("elfsig").context("unload")?;
         ensure(!std::path::Path::new(&control("mode")).exists(), || "control files left behind".into())?;
@@ -574,6 +553,7 @@ fn lifecycle_cases(suite: &mut Suite<'_>) {
     suite.case("lock_by_parameter_holds_until_reboot", || {
         system::unload_module("elfsig").context("unload")?;
         load("lock=1 deny_loader=1")?;
+        mapping::attach()?;
         locked_checks()?;
         // Locking again is not an error; unlocking is.
         write_control("lock", "1").context("lock again")?;
@@ -598,6 +578,15 @@ pub(crate) fn locked_checks() -> Outcome {
         format!("unloading while locked gave {unload:?}")
     })?;
     ensure(std::path::Path::new(&control("mode")).exists(), || "the module went away".into())?;
+    if std::fs::read_to_string(control("guard")).context("read guard")? == "active\n" {
+        let release = write_control("guard", "release");
+        ensure(release.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
+            format!("releasing the mapping guard while locked gave {release:?}")
+        })?;
+        ensure(std::fs::read_to_string(control("guard")).context("read guard")? == "active\n", || {
+            "the guard is not active after a refused release".into()
+        })?;
+    }
     let allow = write_control("loader", "allow");
     ensure(allow.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
         format!("allowing the loader while locked gave {allow:?}")

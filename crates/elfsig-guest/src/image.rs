@@ -16,13 +16,15 @@ pub const KEY: &str = "/t/keys/kernel.key";
 pub const CERT: &str = "/t/keys/kernel.crt";
 /// A certificate the kernel key issued, which the guest adds to the secondary keyring.
 pub const ADDED_CERT: &str = "/t/added.der";
-/// `name value` lines; `revoke_digest <hex>` is the signed digest of [`REVOKEME`].
+/// `name value` lines; `revoke_digest <hex>` is the signed digest of [`REVOKEME`],
+/// `revoke_lib_digest <hex>` the one of the library in [`LIB_REVOKED`].
 pub const MANIFEST: &str = "/t/manifest";
 /// A PKCS#7 signature over `bin:<revoke_digest>` by the kernel key, to add to `.blacklist`.
 pub const REVOCATION: &str = "/t/revoke.p7";
 
 /// Programs signed with the kernel's built-in test key, by name: the coreutils the tests run,
-/// the programs built from C (`cstatic`, `cstaticpie`, `cdynamic`), and the ones below.
+/// the programs built from C (`cstatic`, `cstaticpie`, `cdynamic`), Go (`go`) and Rust
+/// (`rust`), and the ones below.
 pub const SIGNED: &str = "/t/signed";
 /// What the programs built from C print, by name.
 pub const EXPECTED: &str = "/t/expected";
@@ -48,6 +50,32 @@ pub const CDYNAMIC_STRESS_INTERPRETER: &str = "/t/signed/cdynamic-stress-interp"
 /// The ELF interpreter [`CDYNAMIC_STRESS_INTERPRETER`] names: the same length as [`LD_SO`] at
 /// most, so that the signer can write it over the original.
 pub const STRESS_INTERPRETER: &str = "/tmp/stress/interp";
+/// bash, signed.
+pub const BASH: &str = "/bin/bash";
+/// Python 3, signed, with its `_ctypes` C extension (signed) and the standard library's sources
+/// that `python3 -S -c 'import ctypes'` needs.
+pub const PYTHON: &str = "/usr/bin/python3";
+/// The mapping guard's loader (`guard/`), signed.
+pub const GUARD: &str = "/bin/elfsig-guard";
+/// The mapping guard's test library ([`elfsig_fixtures::GUARD_LIBRARY`]) signed with the kernel
+/// key, in this directory.
+pub const LIB_SIGNED: &str = "/t/lib/signed";
+/// The same library, unsigned.
+pub const LIB_UNSIGNED: &str = "/t/lib/unsigned";
+/// The same library signed with a key nothing trusts.
+pub const LIB_OTHER_KEY: &str = "/t/lib/other";
+/// The library with bytes appended, signed with the kernel key: the tests revoke its digest.
+pub const LIB_REVOKED: &str = "/t/lib/revoked";
+/// A PKCS#7 signature over `bin:<revoke_lib_digest>` by the kernel key (see [`MANIFEST`]).
+pub const LIB_REVOCATION: &str = "/t/revoke-lib.p7";
+/// A signed program that needs the test library, with [`GUARD_RUNPATH`] as its `DT_RUNPATH`.
+pub const GUARD_USER: &str = "/t/signed/guard-user";
+/// Where [`GUARD_USER`] looks for its library when `LD_LIBRARY_PATH` does not say.
+pub const GUARD_RUNPATH: &str = "/tmp/guard-runpath";
+/// A signed program that maps files the ways software does: `guard-probe dlopen|mmap|mprotect
+/// PATH`, `guard-probe anon`.
+pub const GUARD_PROBE: &str = "/t/signed/guard-probe";
+
 /// `#!` scripts.
 pub const SCRIPTS: &str = "/t/scripts";
 /// A script whose interpreter is `/bin/sh`, signed busybox.

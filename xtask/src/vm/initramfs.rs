@@ -12,8 +12,8 @@ use elfsig_guest::image;
 use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::{KeyPair, TestKeys};
-use crate::paths;
 use crate::vm::cpio::Cpio;
+use crate::{paths, tools};
 
 /// The coreutils the guest runs, dynamically linked.
 const COREUTILS: &[&str] = &["ls", "cat", "echo", "true", "uname"];
@@ -75,6 +75,18 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
             staged.push(stage(image::CDYNAMIC_STRESS_INTERPRETER, &renamed, Some(&keys.kernel)));
         }
     }
+    let guard = elfsig_fixtures::guard_programs(image::GUARD_RUNPATH)?;
+    let library = read(&guard.library)?;
+    let revoked_library = [&library[..], b"revoke me"].concat();
+    let in_dir = |dir: &str| format!("{dir}/{}", elfsig_fixtures::GUARD_LIBRARY);
+    staged.extend([
+        stage(&in_dir(image::LIB_SIGNED), &library, Some(&keys.kernel)),
+        stage(&in_dir(image::LIB_UNSIGNED), &library, None),
+        stage(&in_dir(image::LIB_OTHER_KEY), &library, Some(&keys.other)),
+        stage(&in_dir(image::LIB_REVOKED), &revoked_library, Some(&keys.kernel)),
+        stage(image::GUARD_USER, &read(&guard.user)?, Some(&keys.kernel)),
+        stage(image::GUARD_PROBE, &read(&guard.probe)?, Some(&keys.kernel)),
+    ]);
     let mut libraries = Vec::new();
     for name in COREUTILS {
         let path = system(name)?;
@@ -84,15 +96,21 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     libraries.extend(shared_libraries(&elfsig_fixtures::build(Built::CDynamic)?)?);
     staged.push(stage(image::ELFSIG, &stripped(elfsig)?, Some(&keys.kernel)));
     libraries.extend(shared_libraries(elfsig)?);
+    let elfsig_guard = tools::build_guard()?;
+    staged.push(stage(image::GUARD, &stripped(&elfsig_guard)?, Some(&keys.kernel)));
+    libraries.extend(shared_libraries(&elfsig_guard)?);
+    libraries.extend(shared_libraries(&guard.probe)?);
+    crate::vm::real::add(&mut staged, &mut cpio, &mut libraries, &keys.kernel)?;
     libraries.sort();
     libraries.dedup();
+    // Signed, as every library must be once the mapping guard is on.
+    for library in &libraries {
+        staged.push(stage(library, &read(Path::new(library))?, Some(&keys.kernel)));
+    }
 
     let signed = sign_all(elfsig, &staged, &paths::target().join("vm/stage"))?;
     for (file, bytes) in staged.iter().zip(&signed) {
         cpio.file(&file.guest_path, 0o755, bytes);
-    }
-    for library in &libraries {
-        cpio.file(library, 0o755, &read(Path::new(library))?);
     }
 
     cpio.chardev("/dev/console", 5, 1);
@@ -105,13 +123,22 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
 
     // Revocation: the digest of /t/signed/revokeme, and a blacklist entry for it signed with the
     // kernel key, as CONFIG_SYSTEM_BLACKLIST_AUTH_UPDATE requires.
-    let revokeme = staged.iter().zip(&signed).find(|(s, _)| s.guest_path == image::REVOKEME).map(|(_, b)| b);
-    let digest = digest_of(elfsig, revokeme.ok_or("revokeme was not staged")?)?;
+    let signed_at = |path: &str| {
+        staged
+            .iter()
+            .zip(&signed)
+            .find(|(s, _)| s.guest_path == path)
+            .map(|(_, b)| b)
+            .ok_or(format!("{path} was not staged"))
+    };
+    let digest = digest_of(elfsig, signed_at(image::REVOKEME)?)?;
+    let lib_digest = digest_of(elfsig, signed_at(&in_dir(image::LIB_REVOKED))?)?;
     cpio.file(image::ADDED_CERT, 0o644, &read(&keys.added.cert)?);
     cpio.file(image::KEY, 0o600, &read(&keys.kernel.key)?);
     cpio.file(image::CERT, 0o644, &read(&keys.kernel.cert)?);
-    cpio.file(image::MANIFEST, 0o644, format!("revoke_digest {digest}\n").as_bytes());
+    cpio.file(image::MANIFEST, 0o644, format!("revoke_digest {digest}\nrevoke_lib_digest {lib_digest}\n").as_bytes());
     cpio.file(image::REVOCATION, 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
+    cpio.file(image::LIB_REVOCATION, 0o644, &sign_description(&format!("bin:{lib_digest}"), &keys.kernel)?);
     Ok(cpio.finish())
 }
 

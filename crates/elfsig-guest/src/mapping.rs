@@ -1,0 +1,278 @@
+//! The mapping guard's cases: every file mapped executable is verified as a program would be
+//! (shared libraries however they are found, `LD_PRELOAD`, `dlopen`, `ld.so ./program`), and a
+//! file mapping cannot be made executable. The guard is attached at the start of the suite
+//! ([`attach_case`]), so every other case of the suite runs under it too.
+
+use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
+use elfsig_guest::harness::{
+    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, runs, stats,
+    wait_for_log_budget, write_control, write_exec,
+};
+use elfsig_guest::image::{
+    BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY, LIB_REVOCATION,
+    LIB_REVOKED, LIB_SIGNED, LIB_UNSIGNED, LS_UNSIGNED, PYTHON, SIGNED,
+};
+use elfsig_guest::system;
+
+use crate::cases::manifest;
+use crate::tamper::{self, Map, flip};
+
+const WORK: &str = "/tmp/work/mapping";
+
+/// The test library in `dir`.
+fn library(dir: &str) -> String {
+    format!("{dir}/{GUARD_LIBRARY}")
+}
+
+/// At most the first 200 characters of a program's output, for messages.
+fn shown(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    match text.char_indices().nth(200) {
+        Some((end, _)) => format!("{:?}...", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// Runs `path` with `args` and `env` added to the environment.
+fn run_with(path: &str, args: &[&str], env: &[(&str, &str)]) -> Result<std::process::Output, String> {
+    std::process::Command::new(path).args(args).envs(env.iter().copied()).output().context(&format!("exec {path}"))
+}
+
+/// The guard's state, as its control file says it.
+fn guard_status() -> Result<String, String> {
+    Ok(std::fs::read_to_string(control("guard")).context("read guard")?.trim_end().to_owned())
+}
+
+/// Runs `elfsig-guard` and checks that it made the guard active, proven by its canary.
+pub(crate) fn attach() -> Outcome {
+    let before = stats()?;
+    let out = run_with(GUARD, &[], &[])?;
+    ensure(out.status.success(), || {
+        format!("elfsig-guard failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
+    })?;
+    ensure(guard_status()? == "active", || format!("the guard is {:?} after elfsig-guard", guard_status()))?;
+    let after = stats()?;
+    // The canary: an unsigned (not even ELF) memfd mapped executable, refused.
+    counters_grew(&before, &after, &[("mmap_denied", 1), ("malformed_elf", 1), ("mmap_guard_active", 1)])
+}
+
+/// The case that attaches the guard, early in the suite.
+pub(crate) fn attach_case(suite: &mut Suite<'_>) {
+    suite.case("mapping_guard_attaches_and_proves_itself", || {
+        ensure(guard_status()? == "detached", || format!("the guard is {:?} before elfsig-guard", guard_status()))?;
+        attach()?;
+        // Running it again changes nothing; a descriptor that is no BPF link is refused.
+        runs(GUARD, &[], Some(b"elfsig-guard: the mapping guard is active already\n"))?;
+        let bogus = write_control("guard", "attach 0");
+        ensure(bogus.is_err(), || "attaching a descriptor that is no BPF link was accepted".into())?;
+        let status = run_with(GUARD, &["status"], &[])?;
+        ensure(status.stdout == b"active\n", || {
+            format!("elfsig-guard status said {:?}", String::from_utf8_lossy(&status.stdout))
+        })
+    });
+}
+
+/// Runs the guard's test program with its library found through `env`; checks that it ran with
+/// the library, or that the library was refused with `reason`.
+fn user_runs(env: &[(&str, &str)]) -> Outcome {
+    let out = run_with(GUARD_USER, &[], env)?;
+    ensure(out.status.success() && out.stdout == GUARD_USER_OUTPUT, || {
+        format!(
+            "{GUARD_USER} with {env:?} exited {} printing {} ({})",
+            out.status,
+            shown(&out.stdout),
+            shown(&out.stderr)
+        )
+    })
+}
+
+/// Checks that running `path` (`args`, `env`) failed because a mapping was refused with
+/// `reason`: the program did not run with the library, and the counters say why.
+fn mapping_refused(path: &str, args: &[&str], env: &[(&str, &str)], reason: &str) -> Outcome {
+    let before = stats()?;
+    let out = run_with(path, args, env)?;
+    let after = stats()?;
+    let stdout = shown(&out.stdout);
+    ensure(!out.status.success(), || format!("{path} {args:?} with {env:?} succeeded, printing {stdout}"))?;
+    ensure(!out.stdout.starts_with(GUARD_LIBRARY_LOADED), || format!("the refused library ran: {stdout}"))?;
+    counters_grew(&before, &after, &[(reason, 1), ("mmap_denied", 1), ("denied", 0)])
+}
+
+/// `guard-probe dlopen PATH`: whether it loaded, with the counters' growth checked.
+fn dlopen_refused(path: &str, reason: &str) -> Outcome {
+    mapping_refused(GUARD_PROBE, &["dlopen", path], &[], reason)
+}
+
+fn dlopen_loads(path: &str) -> Outcome {
+    let out = run_with(GUARD_PROBE, &["dlopen", path], &[])?;
+    let expected = [GUARD_LIBRARY_LOADED, b"dlopen: ok\n"].concat();
+    ensure(out.status.success() && out.stdout == expected, || {
+        format!("dlopen of {path} exited {} printing {}", out.status, shown(&out.stdout))
+    })
+}
+
+/// Every case but the attaching one, in the order they run.
+pub(crate) fn cases(suite: &mut Suite<'_>) {
+    let _ = std::fs::create_dir_all(WORK);
+    suite.case("signed_library_loads_through_ld_library_path", || {
+        let before = stats()?;
+        user_runs(&[("LD_LIBRARY_PATH", LIB_SIGNED)])?;
+        let after = stats()?;
+        ensure(grew(&before, &after, "mmap_checked") >= 3, || {
+            "the program, ld.so and its libraries were not all checked".into()
+        })?;
+        counters_grew(&before, &after, &[("mmap_denied", 0)])
+    });
+    suite.case("unsigned_library_through_ld_library_path_refused", || {
+        mapping_refused(GUARD_USER, &[], &[("LD_LIBRARY_PATH", LIB_UNSIGNED)], "unsigned")?;
+        let log = kernel_log()?;
+        let line = format!("elfsig: refused mmap of {}: unsigned", library(LIB_UNSIGNED));
+        ensure(log.iter().any(|l| l.contains(&line)), || format!("no {line:?} in the kernel log"))
+    });
+    suite.case("unsigned_library_through_runpath_refused", || {
+        std::fs::create_dir_all(GUARD_RUNPATH).context("create the runpath")?;
+        copy_exec(&library(LIB_UNSIGNED), &library(GUARD_RUNPATH))?;
+        let refused = mapping_refused(GUARD_USER, &[], &[], "unsigned");
+        copy_exec(&library(LIB_SIGNED), &library(GUARD_RUNPATH))?;
+        refused?;
+        user_runs(&[])
+    });
+    suite.case("modified_libc_through_ld_library_path_refused", || {
+        let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+        let original = read(libc)?;
+        let at = Map::of(&original)?.section(".rodata")?.0 + 64;
+        let dir = format!("{WORK}/libc");
+        std::fs::create_dir_all(&dir).context("create dir")?;
+        write_exec(&format!("{dir}/libc.so.6"), &flip(&original, at))?;
+        mapping_refused(&format!("{SIGNED}/ls"), &["-d", "/t"], &[("LD_LIBRARY_PATH", &dir)], "modified")
+    });
+    suite.case("unsigned_ld_preload_refused", || {
+        // ld.so skips a preload it cannot map and runs the program without it.
+        let before = stats()?;
+        let out = run_with(&format!("{SIGNED}/echo"), &["ran"], &[("LD_PRELOAD", &library(LIB_UNSIGNED))])?;
+        let after = stats()?;
+        ensure(out.stdout == b"ran\n", || format!("echo printed {:?}", String::from_utf8_lossy(&out.stdout)))?;
+        ensure(String::from_utf8_lossy(&out.stderr).contains("cannot be preloaded"), || {
+            format!("ld.so said {:?}", String::from_utf8_lossy(&out.stderr))
+        })?;
+        counters_grew(&before, &after, &[("unsigned", 1), ("mmap_denied", 1)])?;
+        let signed = run_with(&format!("{SIGNED}/echo"), &["ran"], &[("LD_PRELOAD", &library(LIB_SIGNED))])?;
+        let expected = [GUARD_LIBRARY_LOADED, b"ran\n"].concat();
+        ensure(signed.stdout == expected, || {
+            format!("with a signed preload: {:?}", String::from_utf8_lossy(&signed.stdout))
+        })
+    });
+    suite.case("dlopen_of_unsigned_library_refused", || {
+        dlopen_loads(&library(LIB_SIGNED))?;
+        dlopen_refused(&library(LIB_UNSIGNED), "unsigned")
+    });
+    suite.case("library_signed_by_an_unknown_key_refused", || dlopen_refused(&library(LIB_OTHER_KEY), "unknown_key"));
+    library_tamper_cases(suite);
+    suite.case("revoked_library_refused", || {
+        dlopen_loads(&library(LIB_REVOKED))?;
+        let digest = manifest("revoke_lib_digest")?;
+        let signature = read(LIB_REVOCATION)?;
+        let serial = keyring(".blacklist")?;
+        system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
+        dlopen_refused(&library(LIB_REVOKED), "revoked")
+    });
+    suite.case("library_changed_in_place_is_seen", || {
+        let dir = format!("{WORK}/changing");
+        std::fs::create_dir_all(&dir).context("create dir")?;
+        let path = library(&dir);
+        let original = read(library(LIB_SIGNED))?;
+        write_exec(&path, &original)?;
+        dlopen_loads(&path)?;
+        let before = stats()?;
+        dlopen_loads(&path)?;
+        counters_grew(&before, &stats()?, &[("mmap_denied", 0), ("cache_misses", 0)])?;
+        let at = Map::of(&original)?.section(".text")?.0 + 8;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| {
+                use std::io::{Seek, SeekFrom, Write};
+                f.seek(SeekFrom::Start(at as u64))?;
+                f.write_all(&[original[at] ^ 0xff])
+            })
+            .context("write in place")?;
+        dlopen_refused(&path, "modified")
+    });
+    suite.case("loader_run_directly_cannot_map_an_unsigned_program", || {
+        ensure(std::fs::read_to_string(control("loader")).context("read loader")? == "allow\n", || {
+            "the loader policy is not allow by default".into()
+        })?;
+        mapping_refused(LD_SO, &[LS_UNSIGNED, "-d", "/t"], &[], "unsigned")?;
+        runs(LD_SO, &[&format!("{SIGNED}/ls"), "-d", "/t"], Some(b"/t\n"))
+    });
+    suite.case("mapping_an_unsigned_file_executable_refused", || {
+        mapping_refused(GUARD_PROBE, &["mmap", HELLO_UNSIGNED], &[], "unsigned")?;
+        runs(GUARD_PROBE, &["mmap", &format!("{SIGNED}/hello")], Some(b"mmap: ok\n"))
+    });
+    suite.case("mprotect_making_a_file_mapping_executable_refused", || {
+        mapping_refused(GUARD_PROBE, &["mprotect", HELLO_UNSIGNED], &[], "made_executable")?;
+        // Signed or not: the file cannot be verified where mprotect is decided.
+        mapping_refused(GUARD_PROBE, &["mprotect", &format!("{SIGNED}/hello")], &[], "made_executable")?;
+        // Anonymous executable memory (JITs) is out of scope.
+        runs(GUARD_PROBE, &["anon"], Some(b"anon: ok\n"))
+    });
+    suite.case("real_software_runs_under_the_guard", || {
+        runs(BASH, &["-c", "echo $((6 * 7))"], Some(b"42\n"))?;
+        // Python imports its C extension _ctypes, and loads the library through it.
+        let script = |dir: &str| format!("import ctypes; ctypes.CDLL('{}').elfsig_guard_hello()", library(dir));
+        runs(PYTHON, &["-B", "-S", "-c", &script(LIB_SIGNED)], Some(GUARD_USER_OUTPUT))?;
+        mapping_refused(PYTHON, &["-B", "-S", "-c", &script(LIB_UNSIGNED)], &[], "unsigned")
+    });
+    suite.case("permissive_mode_logs_and_allows_mappings", || {
+        wait_for_log_budget();
+        write_control("mode", "permissive").context("set permissive")?;
+        let before = stats()?;
+        let result = dlopen_loads(&library(LIB_UNSIGNED));
+        let after = stats()?;
+        write_control("mode", "enforce").context("set enforce")?;
+        result?;
+        counters_grew(&before, &after, &[("unsigned", 1), ("mmap_denied", 0)])?;
+        let log = kernel_log()?;
+        let line = format!("would refuse (permissive) mmap of {}: unsigned", library(LIB_UNSIGNED));
+        ensure(log.iter().any(|l| l.contains(&line)), || format!("no {line:?} in the kernel log"))?;
+        dlopen_refused(&library(LIB_UNSIGNED), "unsigned")
+    });
+}
+
+/// Tampered copies of the signed library are each refused when mapped, for the reason the same
+/// tampering of a program gets.
+fn library_tamper_cases(suite: &mut Suite<'_>) {
+    let variants = match tamper::variants(&library(LIB_SIGNED), &library(LIB_REVOKED)) {
+        Ok(variants) => variants,
+        Err(e) => {
+            suite.case("library_tamper_setup", move || Err(e));
+            return;
+        }
+    };
+    for (name, bytes, reason) in variants {
+        suite.case(format!("library_{name}"), move || {
+            let bytes = bytes?;
+            let dir = format!("{WORK}/{name}");
+            std::fs::create_dir_all(&dir).context("create dir")?;
+            write_exec(&library(&dir), &bytes)?;
+            dlopen_refused(&library(&dir), reason)
+        });
+    }
+}
+
+/// Releasing the guard: the module holds it (and the programs hold the module) until then.
+pub(crate) fn release_case(suite: &mut Suite<'_>) {
+    suite.case("the_guard_holds_the_module_until_released", || {
+        let busy = system::unload_module("elfsig");
+        ensure(busy.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), || {
+            format!("unloading with the guard attached gave {busy:?}, expected EWOULDBLOCK")
+        })?;
+        write_control("guard", "release").context("release")?;
+        ensure(guard_status()? == "detached", || format!("the guard is {:?} after release", guard_status()))?;
+        // Without the guard, only execs are checked: the loader maps what it is given.
+        runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))?;
+        elfsig_guest::harness::unload_when_idle("elfsig")?;
+        system::load_module(std::path::Path::new(elfsig_guest::image::MODULE), "").context("reload")?;
+        ensure(guard_status()? == "detached", || format!("a reloaded module's guard is {:?}", guard_status()))
+    });
+}
