@@ -18,8 +18,24 @@ use crate::vm::initramfs::{Staged, read, shared_libraries, system};
 const PYTHON_LIB: &str = "/usr/lib/python3.11";
 /// The `_ctypes` C extension.
 const CTYPES_EXTENSION: &str = "lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so";
-/// The pure-Python parts of the standard library that `python3 -S -c 'import ctypes'` reads.
-const PYTHON_SOURCES: &[&str] = &["encodings", "ctypes", "os.py"];
+/// The pure-Python parts of the standard library that `python3 -S -c 'import ctypes'` reads
+/// (`sys.modules` after it, on Debian 12).
+const PYTHON_SOURCES: &[&str] = &[
+    "encodings",
+    "ctypes",
+    "importlib",
+    "_collections_abc.py",
+    "abc.py",
+    "codecs.py",
+    "genericpath.py",
+    "io.py",
+    "os.py",
+    "posixpath.py",
+    "stat.py",
+    "struct.py",
+    "types.py",
+    "zipimport.py",
+];
 
 /// Stages the programs (signed with `key`), puts the Python sources in `cpio`, and adds the
 /// shared libraries everything needs to `libraries`. Fixture programs print a known line, which
