@@ -25,7 +25,10 @@ const PANIC_MARKERS: &[&str] = &[
 /// Runs the check for each feature set the core is built with.
 pub fn check() -> Result {
     for features in [&[][..], &["signer"][..]] {
+        // A fresh build each time: cargo would not emit the object again for an unchanged core,
+        // and the core has no dependencies, so this takes seconds.
         let target_dir = paths::target().join("nopanic");
+        let _ = std::fs::remove_dir_all(&target_dir);
         let mut cmd = Cmd::new("cargo")
             .args(["rustc", "--quiet", "--package", "elfsig-core", "--lib", "--release", "--target-dir"])
             .arg(&target_dir);
@@ -57,8 +60,6 @@ pub fn check() -> Result {
                     panics.join("\n  ")
                 ));
             }
-            // Objects of earlier builds linger in the directory; check each once.
-            let _ = std::fs::remove_file(&object);
         }
         eprintln!("elfsig-core (features {features:?}): no panic paths");
     }
