@@ -76,20 +76,47 @@ pub(crate) static FILES: [ControlFile; 6] = [
     },
 ];
 
+/// A setting shown and written as one of two words.
+pub(crate) struct Toggle {
+    on: &'static str,
+    off: &'static str,
+}
+
+impl Toggle {
+    fn show(&self, out: &mut Cursor<'_>, on: bool) -> fmt::Result {
+        writeln!(out, "{}", if on { self.on } else { self.off })
+    }
+
+    /// Which of the two words `word` is: `true` for the first.
+    pub(crate) fn parse(&self, word: &[u8]) -> Result<bool> {
+        if word == self.on.as_bytes() {
+            Ok(true)
+        } else if word == self.off.as_bytes() {
+            Ok(false)
+        } else {
+            Err(EINVAL)
+        }
+    }
+}
+
+/// `mode`: whether refusals are enforced.
+pub(crate) const MODE: Toggle = Toggle {
+    on: "enforce",
+    off: "permissive",
+};
+
+/// `loader`: whether running the dynamic loader directly is refused.
+const LOADER: Toggle = Toggle {
+    on: "deny",
+    off: "allow",
+};
+
 fn read_mode(out: &mut Cursor<'_>) -> fmt::Result {
-    out.write_str(if STATE.enforcing() {
-        "enforce\n"
-    } else {
-        "permissive\n"
-    })
+    MODE.show(out, STATE.enforcing())
 }
 
 fn write_mode(word: &[u8]) -> Result {
-    match word {
-        b"enforce" => STATE.set_enforcing(true),
-        b"permissive" => STATE.set_enforcing(false),
-        _ => Err(EINVAL),
-    }
+    STATE.set_enforcing(MODE.parse(word)?)
 }
 
 fn read_lock(out: &mut Cursor<'_>) -> fmt::Result {
@@ -120,19 +147,11 @@ fn write_flush(_: &[u8]) -> Result {
 }
 
 fn read_loader(out: &mut Cursor<'_>) -> fmt::Result {
-    out.write_str(if STATE.denying_loader() {
-        "deny\n"
-    } else {
-        "allow\n"
-    })
+    LOADER.show(out, STATE.denying_loader())
 }
 
 fn write_loader(word: &[u8]) -> Result {
-    match word {
-        b"deny" => STATE.set_deny_loader(true),
-        b"allow" => STATE.set_deny_loader(false),
-        _ => Err(EINVAL),
-    }
+    STATE.set_deny_loader(LOADER.parse(word)?)
 }
 
 fn read_guard(out: &mut Cursor<'_>) -> fmt::Result {

@@ -9,11 +9,12 @@ use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use kernel::prelude::*;
 
-use crate::glue::guard::{self, Hook, Unavailable};
+use crate::glue::guard::{self, Unavailable};
 
 /// The guard's state.
 pub(crate) struct Guard {
-    /// 0 while the kernel can run the guard; otherwise why not (see [`Guard::unavailable`]).
+    /// What offering the kfuncs returned: 0, or why the kernel cannot run the guard
+    /// ([`Unavailable::code`]).
     unavailable: AtomicI32,
     /// Whether the `mmap_file` kfunc has run since the module took the links.
     seen: AtomicBool,
@@ -24,7 +25,7 @@ pub(crate) struct Guard {
 pub(crate) enum Status {
     /// The kernel cannot run the guard.
     Unavailable(Unavailable),
-    /// The module holds no program on `mmap_file`: only execs are checked.
+    /// The module holds no programs: only execs are checked.
     Detached,
     /// The module holds the programs, and none has called it yet.
     Attached,
@@ -44,23 +45,10 @@ impl Guard {
     /// Offers the kfuncs to BPF LSM programs; remembers why the kernel cannot run the guard.
     pub(crate) fn offer(&self) -> Result<(), Unavailable> {
         let result = guard::offer_kfuncs();
-        let code = match result {
-            Ok(()) => 0,
-            Err(Unavailable::NoBpfLsm) => 1,
-            Err(Unavailable::NoModuleBtf) => 2,
-            Err(Unavailable::Failed(errno)) => errno.min(-1),
-        };
-        self.unavailable.store(code, Ordering::Release);
-        result
-    }
-
-    fn unavailable(&self) -> Option<Unavailable> {
-        match self.unavailable.load(Ordering::Acquire) {
-            0 => None,
-            1 => Some(Unavailable::NoBpfLsm),
-            2 => Some(Unavailable::NoModuleBtf),
-            errno => Some(Unavailable::Failed(errno)),
+        if let Err(why) = result {
+            self.unavailable.store(why.code(), Ordering::Release);
         }
+        result
     }
 
     /// The `mmap_file` program called the module.
@@ -72,44 +60,40 @@ impl Guard {
 
     /// The guard's state now.
     pub(crate) fn status(&self) -> Status {
-        if let Some(why) = self.unavailable() {
-            return Status::Unavailable(why);
-        }
-        if !Hook::ALL.into_iter().all(guard::holds) {
-            return Status::Detached;
-        }
-        if self.seen.load(Ordering::Acquire) {
+        if let Some(why) = Unavailable::from_code(self.unavailable.load(Ordering::Acquire)) {
+            Status::Unavailable(why)
+        } else if !guard::attached() {
+            Status::Detached
+        } else if self.seen.load(Ordering::Acquire) {
             Status::Active
         } else {
             Status::Attached
         }
     }
 
-    /// Applies a write to the `guard` control file: `attach FD...` takes the links behind the
-    /// writer's descriptors (one per hook); `release` drops them, refused while `locked`.
+    /// Applies a write to the `guard` control file: `attach FD FD` takes the links behind the
+    /// writer's descriptors (one program on each hook, all or none); `release` drops them,
+    /// refused while `locked`.
     pub(crate) fn command(&self, input: &[u8], locked: bool) -> Result {
         let mut words = input
             .split(|b| b.is_ascii_whitespace())
             .filter(|w| !w.is_empty());
         match words.next() {
             Some(b"attach") => {
-                if self.unavailable().is_some() {
+                if let Status::Unavailable(_) = self.status() {
                     return Err(ENODEV);
                 }
-                let mut any = false;
+                // One more slot than there are hooks, so that too many descriptors are refused.
+                let mut fds = [-1i32; 3];
+                let mut count = 0;
                 for word in words {
-                    let fd = parse_fd(word)?;
-                    if guard::hold(fd)? == Hook::MmapFile {
-                        // Seen again only once the program just taken has run.
-                        self.seen.store(false, Ordering::Release);
-                    }
-                    any = true;
+                    *fds.get_mut(count).ok_or(EINVAL)? = parse_fd(word)?;
+                    count = count.saturating_add(1);
                 }
-                if any {
-                    Ok(())
-                } else {
-                    Err(EINVAL)
-                }
+                guard::attach(fds.get(..count).ok_or(EINVAL)?)?;
+                // Seen again only once the programs just taken have run.
+                self.seen.store(false, Ordering::Release);
+                Ok(())
             }
             Some(b"release") if words.next().is_none() => {
                 if locked {

@@ -108,14 +108,10 @@ impl State {
     /// Applies the `mode` and `deny_loader` module parameters (`lock` is applied last, by
     /// module init).
     pub(crate) fn configure(&self, mode: &[u8], deny_loader: bool) -> Result {
-        match mode {
-            b"enforce" => self.set_enforcing(true)?,
-            b"permissive" => self.set_enforcing(false)?,
-            _ => {
-                pr_err!("mode must be enforce or permissive\n");
-                return Err(EINVAL);
-            }
-        }
+        let enforce = crate::control::MODE
+            .parse(mode)
+            .inspect_err(|_| pr_err!("mode must be enforce or permissive\n"))?;
+        self.set_enforcing(enforce)?;
         self.set_deny_loader(deny_loader)
     }
 }

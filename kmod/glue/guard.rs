@@ -13,27 +13,9 @@ use super::to_result;
 
 extern "C" {
     fn elfsig_shim_guard_init() -> c_int;
-    fn elfsig_shim_guard_hold(fd: c_int) -> c_int;
-    fn elfsig_shim_guard_held() -> c_uint;
+    fn elfsig_shim_guard_attach(fds: *const c_int, count: c_uint) -> c_int;
+    fn elfsig_shim_guard_attached() -> bool;
     fn elfsig_shim_guard_release();
-}
-
-/// The LSM hooks the guard's programs run on, as the shim numbers them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hook {
-    /// `mmap_file`: files mapped with `PROT_EXEC`.
-    MmapFile = 0,
-    /// `file_mprotect`: file mappings that ask for `PROT_EXEC`.
-    FileMprotect = 1,
-}
-
-impl Hook {
-    /// Every hook.
-    pub(crate) const ALL: [Hook; 2] = [Hook::MmapFile, Hook::FileMprotect];
-
-    fn bit(self) -> u32 {
-        1 << self as u32
-    }
 }
 
 /// Why the kernel cannot run the guard.
@@ -47,39 +29,53 @@ pub(crate) enum Unavailable {
     Failed(i32),
 }
 
+impl Unavailable {
+    /// From what `elfsig_shim_guard_init()` returned: `None` for 0.
+    pub(crate) fn from_code(code: i32) -> Option<Self> {
+        match code {
+            0 => None,
+            1 => Some(Unavailable::NoBpfLsm),
+            2 => Some(Unavailable::NoModuleBtf),
+            errno => Some(Unavailable::Failed(errno)),
+        }
+    }
+
+    /// What `elfsig_shim_guard_init()` returned (`enum elfsig_guard_unavailable`, or an errno).
+    pub(crate) fn code(self) -> i32 {
+        match self {
+            Unavailable::NoBpfLsm => 1,
+            Unavailable::NoModuleBtf => 2,
+            Unavailable::Failed(errno) => errno,
+        }
+    }
+}
+
 /// Offers the kfuncs to BPF LSM programs. Called once, from module init (kfunc sets cannot be
 /// withdrawn: they go with the module's BTF when it unloads).
 pub(crate) fn offer_kfuncs() -> Result<(), Unavailable> {
     // SAFETY: called once, from module init.
-    match unsafe { elfsig_shim_guard_init() } {
-        0 => Ok(()),
-        1 => Err(Unavailable::NoBpfLsm),
-        2 => Err(Unavailable::NoModuleBtf),
-        e => Err(Unavailable::Failed(e)),
+    match Unavailable::from_code(unsafe { elfsig_shim_guard_init() }) {
+        None => Ok(()),
+        Some(why) => Err(why),
     }
 }
 
-/// Takes a reference on the BPF link behind the caller's descriptor `fd`, which must be an LSM
-/// program on one of the [`Hook`]s on which the module holds no link yet; returns that hook.
-pub(crate) fn hold(fd: i32) -> Result<Hook> {
-    // SAFETY: looks `fd` up in the calling task's descriptor table, which the shim does safely
-    // for any value.
-    let hook = unsafe { elfsig_shim_guard_hold(fd) };
-    to_result(hook)?;
-    Hook::ALL
-        .into_iter()
-        .find(|h| *h as c_int == hook)
-        .ok_or(code::EINVAL)
+/// Takes the BPF links behind the caller's descriptors `fds`, one LSM program on each hook the
+/// guard uses, all or none; refused while the module holds links.
+pub(crate) fn attach(fds: &[i32]) -> Result {
+    let count = c_uint::try_from(fds.len()).map_err(|_| code::EINVAL)?;
+    // SAFETY: `fds` is valid for reads of `count` descriptors; the shim looks each up in the
+    // calling task's descriptor table, which is safe for any value.
+    to_result(unsafe { elfsig_shim_guard_attach(fds.as_ptr(), count) })
 }
 
-/// Whether the module holds a link on `hook`.
-pub(crate) fn holds(hook: Hook) -> bool {
+/// Whether the module holds the guard's links.
+pub(crate) fn attached() -> bool {
     // SAFETY: reads the shim's table under its lock.
-    let held = unsafe { elfsig_shim_guard_held() };
-    held & hook.bit() != 0
+    unsafe { elfsig_shim_guard_attached() }
 }
 
-/// Drops every link the module holds.
+/// Drops the links the module holds.
 pub(crate) fn release() {
     // SAFETY: takes the shim's table under its lock and drops what it held, once each.
     unsafe { elfsig_shim_guard_release() }

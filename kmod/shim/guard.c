@@ -109,45 +109,57 @@ static int elfsig_guard_hook(const struct bpf_link *link)
 }
 
 /*
- * Takes a reference on the link behind the caller's descriptor `fd`; returns the hook it is on.
- * -EBUSY when the module holds a link on that hook already: one must be released first.
+ * Takes the links behind the caller's descriptors `fds`, one LSM program on each hook, all or
+ * none: -EINVAL when they are not that, -EBUSY when the module holds links already (they must
+ * be released first), the lookup's error for a descriptor that is no BPF link.
  */
-int elfsig_shim_guard_hold(int fd)
+int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 {
-	struct bpf_link *link;
-	int hook;
+	struct bpf_link *links[ELFSIG_GUARD_HOOKS] = {};
+	unsigned int i;
+	int hook, err = 0;
 
-	if (fd < 0)
-		return -EBADF;
-	link = bpf_link_get_from_fd(fd);
-	if (IS_ERR(link))
-		return PTR_ERR(link);
-	hook = elfsig_guard_hook(link);
-	if (hook >= 0) {
+	if (count != ELFSIG_GUARD_HOOKS)
+		return -EINVAL;
+	for (i = 0; i < count; i++) {
+		struct bpf_link *link = fds[i] < 0 ? ERR_PTR(-EBADF) : bpf_link_get_from_fd(fds[i]);
+
+		if (IS_ERR(link)) {
+			err = PTR_ERR(link);
+			break;
+		}
+		hook = elfsig_guard_hook(link);
+		if (hook < 0 || links[hook]) {
+			bpf_link_put(link);
+			err = -EINVAL;
+			break;
+		}
+		links[hook] = link;
+	}
+	if (!err) {
 		mutex_lock(&elfsig_guard_lock);
-		if (elfsig_guard_links[hook])
-			hook = -EBUSY;
+		if (elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE])
+			err = -EBUSY;
 		else
-			elfsig_guard_links[hook] = link;
+			memcpy(elfsig_guard_links, links, sizeof(links));
 		mutex_unlock(&elfsig_guard_lock);
 	}
-	if (hook < 0)
-		bpf_link_put(link);
-	return hook;
+	if (err)
+		for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+			if (links[hook])
+				bpf_link_put(links[hook]);
+	return err;
 }
 
-/* A bit per hook on which the module holds a link. */
-unsigned int elfsig_shim_guard_held(void)
+/* Whether the module holds the guard's links (all of them: attaching takes all or none). */
+bool elfsig_shim_guard_attached(void)
 {
-	unsigned int held = 0;
-	int hook;
+	bool attached;
 
 	mutex_lock(&elfsig_guard_lock);
-	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
-		if (elfsig_guard_links[hook])
-			held |= 1u << hook;
+	attached = elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE];
 	mutex_unlock(&elfsig_guard_lock);
-	return held;
+	return attached;
 }
 
 /*

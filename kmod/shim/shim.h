@@ -121,7 +121,7 @@ void elfsig_shim_kill_current(void);
 
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
 
-/* The hooks, as elfsig_shim_guard_hold() names them and elfsig_shim_guard_held() counts them. */
+/* The hooks, where the shim keeps the link of the program on each. */
 #define ELFSIG_GUARD_MMAP_FILE 0
 #define ELFSIG_GUARD_FILE_MPROTECT 1
 #define ELFSIG_GUARD_HOOKS 2
@@ -132,8 +132,8 @@ enum elfsig_guard_unavailable {
 	ELFSIG_GUARD_NO_MODULE_BTF = 2,		/* the module has no BTF */
 };
 int elfsig_shim_guard_init(void);
-int elfsig_shim_guard_hold(int fd);
-unsigned int elfsig_shim_guard_held(void);
+int elfsig_shim_guard_attach(const int *fds, unsigned int count);
+bool elfsig_shim_guard_attached(void);
 void elfsig_shim_guard_release(void);
 
 #endif /* ELFSIG_SHIM_H */

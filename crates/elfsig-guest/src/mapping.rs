@@ -43,6 +43,21 @@ fn guard_status() -> Result<String, String> {
     Ok(std::fs::read_to_string(control("guard")).context("read guard")?.trim_end().to_owned())
 }
 
+/// Writes to the `guard` control file that must each be refused with `EINVAL` and leave the
+/// guard `status` as it was: no descriptors, too few or too many, descriptors that are no BPF
+/// links (this process's standard input and output), words that are no descriptors, unknown
+/// commands.
+fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
+    for bad in ["attach", "attach 0", "attach 0 1", "attach 0 1 2", "attach x y", "attach -1 -2", "detach"] {
+        let result = write_control("guard", bad);
+        ensure(result.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL)), || {
+            format!("writing {bad:?} to guard gave {result:?}, expected EINVAL")
+        })?;
+        ensure(guard_status()? == status, || format!("the guard is {:?} after writing {bad:?}", guard_status()))?;
+    }
+    Ok(())
+}
+
 /// Runs `elfsig-guard` and checks that it made the guard active, proven by its canary.
 pub(crate) fn attach() -> Outcome {
     let before = stats()?;
@@ -63,8 +78,7 @@ pub(crate) fn attach_case(suite: &mut Suite<'_>) {
         attach()?;
         // Running it again changes nothing; a descriptor that is no BPF link is refused.
         runs(GUARD, &[], Some(b"elfsig-guard: the mapping guard is active already\n"))?;
-        let bogus = write_control("guard", "attach 0");
-        ensure(bogus.is_err(), || "attaching a descriptor that is no BPF link was accepted".into())?;
+        bad_guard_writes_change_nothing("active")?;
         let status = run_with(GUARD, &["status"], &[])?;
         ensure(status.stdout == b"active\n", || {
             format!("elfsig-guard status said {:?}", String::from_utf8_lossy(&status.stdout))
@@ -269,6 +283,7 @@ pub(crate) fn release_case(suite: &mut Suite<'_>) {
         })?;
         write_control("guard", "release").context("release")?;
         ensure(guard_status()? == "detached", || format!("the guard is {:?} after release", guard_status()))?;
+        bad_guard_writes_change_nothing("detached")?;
         // Without the guard, only execs are checked: the loader maps what it is given.
         runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))?;
         elfsig_guest::harness::unload_when_idle("elfsig")?;
