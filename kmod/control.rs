@@ -67,7 +67,7 @@ pub(crate) static FILES: [ControlFile; 6] = [
         write: Some(write_loader),
     },
     // The mapping guard: `active`, `attached`, `detached` or `unavailable: <why>`. elfsig-guard
-    // writes `attach FD FD` (its BPF links); `release` drops them, refused while locked.
+    // writes `attach FD FD FD` (its BPF links); `release` drops them, refused while locked.
     ControlFile {
         name: c"guard",
         mode: 0o600,

@@ -5,7 +5,7 @@
 //! module since. What the `guard` control file shows and what writing it does.
 
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 
@@ -16,8 +16,9 @@ pub(crate) struct Guard {
     /// What offering the kfuncs returned: 0, or why the kernel cannot run the guard
     /// ([`Unavailable::code`]).
     unavailable: AtomicI32,
-    /// Whether the `mmap_file` kfunc has run since the module took the links.
-    seen: AtomicBool,
+    /// The links' generation ([`guard::generation`]) in which the `mmap_file` kfunc last ran:
+    /// the guard runs while it is the current one.
+    seen_in: AtomicU64,
 }
 
 /// What the `guard` control file says.
@@ -38,7 +39,7 @@ impl Guard {
     pub(crate) const fn new() -> Self {
         Guard {
             unavailable: AtomicI32::new(0),
-            seen: AtomicBool::new(false),
+            seen_in: AtomicU64::new(0),
         }
     }
 
@@ -51,27 +52,38 @@ impl Guard {
         result
     }
 
-    /// The `mmap_file` program called the module.
-    pub(crate) fn seen(&self) {
-        if !self.seen.load(Ordering::Relaxed) {
-            self.seen.store(true, Ordering::Release);
+    /// The `mmap_file` program called the module. Returns whether that is the first call of
+    /// the links the module holds: the guard runs from now on.
+    pub(crate) fn seen(&self) -> bool {
+        let generation = guard::generation();
+        let first = generation % 2 == 1 && self.seen_in.load(Ordering::Relaxed) != generation;
+        if first {
+            self.seen_in.store(generation, Ordering::Release);
         }
+        first
+    }
+
+    /// Whether the guard runs: the module holds the links and the `mmap_file` program has
+    /// called it since it took them. Lock-free, for the exec path.
+    pub(crate) fn active(&self) -> bool {
+        let generation = guard::generation();
+        generation % 2 == 1 && self.seen_in.load(Ordering::Acquire) == generation
     }
 
     /// The guard's state now.
     pub(crate) fn status(&self) -> Status {
         if let Some(why) = Unavailable::from_code(self.unavailable.load(Ordering::Acquire)) {
             Status::Unavailable(why)
-        } else if !guard::attached() {
+        } else if guard::generation() % 2 == 0 {
             Status::Detached
-        } else if self.seen.load(Ordering::Acquire) {
+        } else if self.active() {
             Status::Active
         } else {
             Status::Attached
         }
     }
 
-    /// Applies a write to the `guard` control file: `attach FD FD` takes the links behind the
+    /// Applies a write to the `guard` control file: `attach FD FD FD` takes the links behind the
     /// writer's descriptors (one program on each hook, all or none); `release` drops them,
     /// refused while `locked`.
     pub(crate) fn command(&self, input: &[u8], locked: bool) -> Result {
@@ -84,23 +96,20 @@ impl Guard {
                     return Err(ENODEV);
                 }
                 // One more slot than there are hooks, so that too many descriptors are refused.
-                let mut fds = [-1i32; 3];
+                let mut fds = [-1i32; 4];
                 let mut count = 0;
                 for word in words {
                     *fds.get_mut(count).ok_or(EINVAL)? = parse_fd(word)?;
                     count = count.saturating_add(1);
                 }
-                guard::attach(fds.get(..count).ok_or(EINVAL)?)?;
-                // Seen again only once the programs just taken have run.
-                self.seen.store(false, Ordering::Release);
-                Ok(())
+                // Active only once the programs just taken have run: a new generation.
+                guard::attach(fds.get(..count).ok_or(EINVAL)?)
             }
             Some(b"release") if words.next().is_none() => {
                 if locked {
                     return Err(EPERM);
                 }
                 guard::release();
-                self.seen.store(false, Ordering::Release);
                 Ok(())
             }
             _ => Err(EINVAL),

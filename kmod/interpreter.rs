@@ -20,7 +20,7 @@ use crate::glue::file::{self, ExecFile, FileRef};
 use crate::pending::Expected;
 use crate::policy::{self, Access, STATE};
 use crate::stats::Stats;
-use crate::verify::{self, Failure, KernelDetail, Refusal};
+use crate::verify::{Failure, KernelDetail, Refusal};
 
 /// Checks the ELF interpreter at `path` (with `None`, notes that there is none). Returns what
 /// the exec is to expect binfmt_elf to map, with the verdict. A cache check needs only the
@@ -38,7 +38,10 @@ pub(crate) fn check(path: Option<&CStr>) -> (Expected, Result<(), Failure>) {
         .and_then(|id| STATE.cache.lookup(&id, epoch).map(|entry| (id, entry)))
     {
         Stats::add(&stats.cache_hits, 1);
-        return (Expected::File(id), verify::not_revoked(&entry.digest));
+        return (
+            Expected::File(id),
+            policy::not_revoked_since_cached(&entry.digest),
+        );
     }
     Stats::add(&stats.cache_misses, 1);
     let interpreter = match ExecFile::open(path) {

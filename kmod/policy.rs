@@ -228,7 +228,7 @@ fn lookup(file: FileRef<'_>) -> Result<Lookup, Failure> {
     match STATE.cache.lookup(&id, epoch) {
         Some(entry) => {
             Stats::add(&stats.cache_hits, 1);
-            verify::not_revoked(&entry.digest)?;
+            not_revoked_since_cached(&entry.digest)?;
             Ok(Lookup::Hit(entry))
         }
         None => {
@@ -236,6 +236,24 @@ fn lookup(file: FileRef<'_>) -> Result<Lookup, Failure> {
             Ok(Lookup::Miss(id, epoch))
         }
     }
+}
+
+/// Whether a cached verdict's digest is still not revoked. While the guard runs, its key hook
+/// flushes the cache on every revocation ([`revocation_added`]), and the cache was flushed when
+/// it started running, so a cached verdict was checked after the last revocation: only without
+/// the guard is there a `.blacklist` lookup to make, on every hit.
+pub(crate) fn not_revoked_since_cached(digest: &[u8; 32]) -> Result<(), Failure> {
+    if STATE.guard.active() {
+        Ok(())
+    } else {
+        verify::not_revoked(digest)
+    }
+}
+
+/// A key was added to `.blacklist` (seen by the guard's key hook): every cached verdict is
+/// checked again, revocation included.
+pub(crate) fn revocation_added() {
+    STATE.cache.flush();
 }
 
 /// Verifies a file the cache missed, and caches the verdict when its identity would show any
@@ -258,7 +276,11 @@ fn verify_into_cache<'n>(
 /// the same cache; a dynamic loader is mapped like any library. Files that are not regular
 /// (devices) are not file contents, and are left alone as IMA leaves them.
 pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
-    STATE.guard.seen();
+    if STATE.guard.seen() {
+        // The guard runs from now on, its key hook with it: what was cached before may have
+        // been revoked unseen.
+        STATE.cache.flush();
+    }
     if !file.is_regular() {
         return 0;
     }

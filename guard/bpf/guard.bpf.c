@@ -5,7 +5,7 @@
  * elfsig-guard (src/main.rs) loads and attaches them, and hands their links to the module.
  *
  * The programs only choose what to ask about; the module decides, counts and logs, in enforce
- * and permissive mode alike.
+ * and permissive mode alike. A third program tells the module of revocations.
  */
 
 #include "types.h"
@@ -19,6 +19,7 @@
  */
 extern int elfsig_kfunc_mmap_file(struct file *file) __ksym;
 extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma) __ksym;
+extern void elfsig_kfunc_key_added(struct key *key) __ksym;
 
 /*
  * A file mapped with PROT_EXEC: binfmt_elf mapping a program and its interpreter, ld.so mapping
@@ -51,6 +52,19 @@ int BPF_PROG(elfsig_file_mprotect, struct vm_area_struct *vma, unsigned long req
 	if (!(prot & PROT_EXEC) || !vma->vm_file || (vma->vm_flags & VM_EXEC))
 		return 0;
 	return elfsig_kfunc_file_mprotect(vma) ? -EACCES : 0;
+}
+
+/*
+ * A key added to a keyring or updated: the module flushes its verdict cache when it is a
+ * revocation (a key in .blacklist), which spares it a .blacklist lookup on every cached verdict
+ * while the guard runs.
+ */
+SEC("lsm/key_post_create_or_update")
+int BPF_PROG(elfsig_key_post_create_or_update, struct key *keyring, struct key *key,
+	     const void *payload, unsigned long plen, unsigned long flags, _Bool create)
+{
+	elfsig_kfunc_key_added(key);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -29,6 +29,9 @@ enum bpf_map_type { BPF_MAP_TYPE_UNSPEC = 0 };
 struct file {
 } __attribute__((preserve_access_index));
 
+struct key {
+} __attribute__((preserve_access_index));
+
 struct vm_area_struct {
 	unsigned long vm_flags;
 	struct file *vm_file;

@@ -23,9 +23,10 @@ mod skel {
 
 const USAGE: &str = "usage: elfsig-guard [status]
 
-Attaches elfsig's mapping guard (BPF LSM programs on mmap_file and file_mprotect) and hands it
-to the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
-LSMs. `status` prints the guard's state and attaches nothing.";
+Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect and
+key_post_create_or_update) and hands it to the elfsig kernel module, which must be loaded. Needs
+root, and bpf among the kernel's active LSMs. `status` prints the guard's state and attaches
+nothing.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -75,9 +76,15 @@ fn attach() -> Result<(), String> {
         loaded.progs.elfsig_mmap_file.attach_lsm().map_err(|e| format!("cannot attach to mmap_file: {e}"))?;
     let mprotect_link =
         loaded.progs.elfsig_file_mprotect.attach_lsm().map_err(|e| format!("cannot attach to file_mprotect: {e}"))?;
-    control::hand_over(&[mmap_link.as_fd().as_raw_fd(), mprotect_link.as_fd().as_raw_fd()])?;
+    let key_link = loaded
+        .progs
+        .elfsig_key_post_create_or_update
+        .attach_lsm()
+        .map_err(|e| format!("cannot attach to key_post_create_or_update: {e}"))?;
+    let links = [&mmap_link, &mprotect_link, &key_link];
+    control::hand_over(&links.map(|l| l.as_fd().as_raw_fd()))?;
     // The module holds the links now: closing ours detaches nothing.
-    drop((mmap_link, mprotect_link, loaded));
+    drop((mmap_link, mprotect_link, key_link, loaded));
 
     let refused = canary::executable_mapping_refused()?;
     let enforcing = control::enforcing()?;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The mapping guard (`shim/guard.c`): the kfuncs its BPF LSM programs call, which reach
-//! [`crate::policy::check_mapping`] and [`crate::policy::check_mprotect`], and the programs'
-//! links, which the module holds.
+//! [`crate::policy::check_mapping`], [`crate::policy::check_mprotect`] and
+//! [`crate::policy::revocation_added`], and the programs' links, which the module holds.
 
 use kernel::error::code;
 use kernel::ffi::{c_int, c_uint};
@@ -14,7 +14,7 @@ use super::to_result;
 extern "C" {
     fn elfsig_shim_guard_init() -> c_int;
     fn elfsig_shim_guard_attach(fds: *const c_int, count: c_uint) -> c_int;
-    fn elfsig_shim_guard_attached() -> bool;
+    fn elfsig_shim_guard_generation() -> u64;
     fn elfsig_shim_guard_release();
 }
 
@@ -69,10 +69,11 @@ pub(crate) fn attach(fds: &[i32]) -> Result {
     to_result(unsafe { elfsig_shim_guard_attach(fds.as_ptr(), count) })
 }
 
-/// Whether the module holds the guard's links.
-pub(crate) fn attached() -> bool {
-    // SAFETY: reads the shim's table under its lock.
-    unsafe { elfsig_shim_guard_attached() }
+/// Which links the module holds: a number that every attach and every release changes, odd
+/// while it holds them.
+pub(crate) fn generation() -> u64 {
+    // SAFETY: reads one word of the shim's.
+    unsafe { elfsig_shim_guard_generation() }
 }
 
 /// Drops the links the module holds.
@@ -125,4 +126,10 @@ pub(crate) unsafe extern "C" fn elfsig_check_mprotect(file: *mut RawFile) -> c_i
         Some(file) => crate::policy::check_mprotect(file),
         None => 0,
     }
+}
+
+/// The key kfunc: a key was added to `.blacklist`, revoking a digest.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_revocation_added() {
+    crate::policy::revocation_added();
 }

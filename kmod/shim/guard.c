@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The mapping guard's kernel half (docs/DESIGN.md). A module cannot register LSM hooks, so a
- * BPF LSM program (guard/bpf/guard.bpf.c, attached from user space by elfsig-guard) runs on
- * mmap_file and file_mprotect and calls the two kfuncs below, which hand the decision to Rust
- * (policy.rs). elfsig-guard then hands the programs' links to the module through the `guard`
+ * The mapping guard's kernel half (docs/DESIGN.md). A module cannot register LSM hooks, so
+ * BPF LSM programs (guard/bpf/guard.bpf.c, attached from user space by elfsig-guard) run on
+ * mmap_file and file_mprotect and call the kfuncs below, which hand the decision to Rust
+ * (policy.rs); a third, on key_post_create_or_update, tells the module of every revocation, so
+ * that cached verdicts need no revocation lookup while the guard runs. elfsig-guard then hands the programs' links to the module through the `guard`
  * control file; the module keeps a reference to each, so the guard outlives its loader, and
  * no one but the module can detach it (LSM links have no detach).
  *
@@ -17,6 +18,8 @@
 #include <linux/btf_ids.h>
 #include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/key.h>
+#include <linux/key-type.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -51,11 +54,23 @@ __bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma)
 	return elfsig_check_mprotect(vma->vm_file);
 }
 
+/*
+ * key_post_create_or_update: a key was added to a keyring or updated. A key of the blacklist
+ * type (which can only go in .blacklist) may revoke a digest the verdict cache holds. The key
+ * is linked, and visible to lookups, by the time this runs.
+ */
+__bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
+{
+	if (key->type && key->type->name && !strcmp(key->type->name, "blacklist"))
+		elfsig_revocation_added();
+}
+
 __bpf_kfunc_end_defs();
 
 BTF_KFUNCS_START(elfsig_kfunc_ids)
 BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_key_added, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
 /* LSM programs only, as fs/bpf_fs_kfuncs.c does for its kfuncs. */
@@ -92,6 +107,9 @@ int elfsig_shim_guard_init(void)
 
 static DEFINE_MUTEX(elfsig_guard_lock);
 static struct bpf_link *elfsig_guard_links[ELFSIG_GUARD_HOOKS];
+/* Bumped under the lock by every attach and every release that dropped links: odd while the
+ * module holds them. */
+static u64 elfsig_guard_generation;
 
 /* Which hook the link's program is an LSM program on, or -EINVAL. */
 static int elfsig_guard_hook(const struct bpf_link *link)
@@ -105,6 +123,8 @@ static int elfsig_guard_hook(const struct bpf_link *link)
 		return ELFSIG_GUARD_MMAP_FILE;
 	if (!strcmp(name, "bpf_lsm_file_mprotect"))
 		return ELFSIG_GUARD_FILE_MPROTECT;
+	if (!strcmp(name, "bpf_lsm_key_post_create_or_update"))
+		return ELFSIG_GUARD_KEY_POST_CREATE;
 	return -EINVAL;
 }
 
@@ -138,10 +158,12 @@ int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 	}
 	if (!err) {
 		mutex_lock(&elfsig_guard_lock);
-		if (elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE])
+		if (elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE]) {
 			err = -EBUSY;
-		else
+		} else {
 			memcpy(elfsig_guard_links, links, sizeof(links));
+			WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
+		}
 		mutex_unlock(&elfsig_guard_lock);
 	}
 	if (err)
@@ -151,15 +173,13 @@ int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 	return err;
 }
 
-/* Whether the module holds the guard's links (all of them: attaching takes all or none). */
-bool elfsig_shim_guard_attached(void)
+/*
+ * Which links the module holds: a number bumped by every attach and every release, odd while
+ * it holds them (all of them: attaching takes all or none). Lock-free, for the exec path.
+ */
+u64 elfsig_shim_guard_generation(void)
 {
-	bool attached;
-
-	mutex_lock(&elfsig_guard_lock);
-	attached = elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE];
-	mutex_unlock(&elfsig_guard_lock);
-	return attached;
+	return READ_ONCE(elfsig_guard_generation);
 }
 
 /*
@@ -176,6 +196,8 @@ void elfsig_shim_guard_release(void)
 		links[hook] = elfsig_guard_links[hook];
 		elfsig_guard_links[hook] = NULL;
 	}
+	if (links[ELFSIG_GUARD_MMAP_FILE])
+		WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
 	mutex_unlock(&elfsig_guard_lock);
 	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
 		if (links[hook])

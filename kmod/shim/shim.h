@@ -46,6 +46,7 @@ void elfsig_exec_loaded(struct file *program);
 void elfsig_task_exit(void);
 /* guard.c: the mapping guard's kfuncs. 0 allows the mapping, -EACCES refuses it. */
 int elfsig_check_mapping(struct file *file);
+void elfsig_revocation_added(void);
 int elfsig_check_mprotect(struct file *file);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
@@ -124,7 +125,8 @@ void elfsig_shim_kill_current(void);
 /* The hooks, where the shim keeps the link of the program on each. */
 #define ELFSIG_GUARD_MMAP_FILE 0
 #define ELFSIG_GUARD_FILE_MPROTECT 1
-#define ELFSIG_GUARD_HOOKS 2
+#define ELFSIG_GUARD_KEY_POST_CREATE 2
+#define ELFSIG_GUARD_HOOKS 3
 
 /* Why the kernel cannot run the guard, besides a negative errno. */
 enum elfsig_guard_unavailable {
@@ -133,7 +135,7 @@ enum elfsig_guard_unavailable {
 };
 int elfsig_shim_guard_init(void);
 int elfsig_shim_guard_attach(const int *fds, unsigned int count);
-bool elfsig_shim_guard_attached(void);
+u64 elfsig_shim_guard_generation(void);
 void elfsig_shim_guard_release(void);
 
 #endif /* ELFSIG_SHIM_H */

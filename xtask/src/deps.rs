@@ -45,13 +45,12 @@ pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("binutils-powerpc-linux-gnu"),
     Need::Deb("qemu-user"),
     Need::Deb("attr"),
-    // elfsig-guard: clang compiles its BPF programs; libbpf-sys builds libbpf against libelf
-    // and zlib, found with pkg-config.
-    Need::Deb("clang"),
-    Need::Deb("libelf-dev"),
-    Need::Deb("zlib1g-dev"),
-    Need::Deb("pkg-config"),
 ];
+
+/// What building `elfsig-guard` needs: clang compiles its BPF programs; libbpf-sys builds
+/// libbpf against libelf and zlib, found with pkg-config.
+pub const GUARD_PACKAGES: &[Need] =
+    &[Need::Deb("clang"), Need::Deb("libelf-dev"), Need::Deb("zlib1g-dev"), Need::Deb("pkg-config")];
 
 /// What fuzzing needs.
 pub const FUZZ_TOOLS: &[Need] =

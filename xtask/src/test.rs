@@ -1,7 +1,7 @@
 //! `cargo xtask test`: everything that keeps main green, in the order that fails fastest.
 
 use crate::cmd::Cmd;
-use crate::deps::{self, TEST_PACKAGES};
+use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::{Result, bench, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
@@ -11,6 +11,7 @@ pub fn run(options: &flags::Test) -> Result {
     }
     let root = paths::root();
     deps::ensure(TEST_PACKAGES)?;
+    deps::ensure(GUARD_PACKAGES)?;
     Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
     Cmd::new("cargo")
         .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
@@ -31,6 +32,7 @@ pub fn run(options: &flags::Test) -> Result {
 /// The kernel module's end-to-end suite in a VM.
 fn vm_suite() -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
+    deps::ensure(GUARD_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
     vm::test_suite(&keys)
 }

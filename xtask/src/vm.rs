@@ -19,9 +19,11 @@ pub const VM_PACKAGES: &[Need] =
     &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static"), Need::Deb("openssl"), Need::Deb("binutils")];
 
 /// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
-/// initramfs, boots it and checks every case's result.
+/// initramfs, boots it and checks every case's result; then boots it again with `bpf` left out
+/// of the active LSMs, where the mapping guard cannot run.
 pub fn test_suite(keys: &TestKeys) -> Result {
-    run_suite(Flavor::Release, keys, "test", &format!("{}=test", image::SUITE), 900)
+    let without_bpf = format!("{}=nobpf lsm=integrity", image::SUITE);
+    run_suite(Flavor::Release, keys, &[("test", &format!("{}=test", image::SUITE), 900), ("nobpf", &without_bpf, 300)])
 }
 
 /// The stress suite on the debug kernel, for `seconds` of load (see
@@ -30,28 +32,31 @@ pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
     // Boot, set-up and the final scans take a few minutes under emulation with KASAN.
     let timeout = 600 + 3 * seconds;
     let append = format!("{}=stress {}={seconds}", image::SUITE, image::STRESS_SECONDS);
-    run_suite(Flavor::Debug, keys, "stress", &append, timeout)
+    run_suite(Flavor::Debug, keys, &[("stress", &append, timeout)])
 }
 
-/// Boots the guest on the `flavor` kernel with the test initramfs and `append`, and checks its
-/// report.
-fn run_suite(flavor: Flavor, keys: &TestKeys, label: &str, append: &str, timeout_secs: u64) -> Result {
+/// Boots the guest on the `flavor` kernel with the test initramfs, once per `(label, append,
+/// timeout in seconds)`, one after the other, and checks each report.
+fn run_suite(flavor: Flavor, keys: &TestKeys, boots: &[(&str, &str, u64)]) -> Result {
     let (kernel, ko) = kmod::for_tests(flavor, keys)?;
     let guest = tools::build_static("elfsig-guest")?;
     let elfsig = tools::build_cli()?;
     let initramfs = initramfs::test_suite(&elfsig, &guest, &ko, keys)?;
-    let path = paths::target().join(format!("vm/{label}-initramfs.cpio"));
+    let path = paths::target().join(format!("vm/{}-initramfs.cpio", boots.first().map_or("test", |b| b.0)));
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let run = qemu::boot(&qemu::Boot {
-        kernel: &kernel.bzimage,
-        initramfs: &path,
-        append,
-        timeout_secs,
-        memory_mb: 2048,
-        cpus: 2,
-        label,
-    })?;
-    check_report(&run.console)
+    for &(label, append, timeout_secs) in boots {
+        let run = qemu::boot(&qemu::Boot {
+            kernel: &kernel.bzimage,
+            initramfs: &path,
+            append,
+            timeout_secs,
+            memory_mb: 2048,
+            cpus: 2,
+            label,
+        })?;
+        check_report(&run.console)?;
+    }
+    Ok(())
 }
 
 /// Checks the guest's KTAP report: the run finished, every planned case was reported, none

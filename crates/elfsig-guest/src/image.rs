@@ -4,6 +4,8 @@
 
 /// The kernel module.
 pub const MODULE: &str = "/elfsig.ko";
+/// The same module with its BTF removed: it cannot offer the mapping guard's kfuncs.
+pub const MODULE_NO_BTF: &str = "/elfsig-nobtf.ko";
 /// The dynamic loader x86-64 programs name in `PT_INTERP`, signed.
 pub const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 /// busybox, signed, and `/bin/sh` links to it.
@@ -86,7 +88,7 @@ pub const SCRIPT_UNSIGNED_INTERPRETER: &str = "/t/scripts/unsigned-interpreter.s
 /// What [`HELLO`] prints.
 pub const HELLO_OUTPUT: &[u8] = elfsig_fixtures::HELLO_OUTPUT;
 
-/// The kernel command-line word that names the suite: `test`, `stress`, `probe`.
+/// The kernel command-line word that names the suite: `test`, `nobpf`, `stress`, `probe`.
 pub const SUITE: &str = "elfsig.suite";
 /// The kernel command-line word that says how many seconds the stress suite loads the system.
 pub const STRESS_SECONDS: &str = "elfsig.seconds";
@@ -114,3 +116,28 @@ pub const BENCH_IMA_CERT: &str = "/b/ima.der";
 pub const BENCH_IMA_SIGNATURES: &str = "/b/ima-sig";
 /// Where the bench copies the programs that IMA appraises.
 pub const BENCH_IMA_COPIES: &str = "/b/ima";
+/// How many small signed libraries the bench's `libs` suite `dlopen`s, each
+/// [`elfsig_fixtures::bench_library_name`] in [`BENCH_SIGNED`] (and its IMA copy).
+pub const BENCH_LIBRARIES: usize = 50;
+/// Python's C extension modules the `libs` suite imports, from copies of Debian's
+/// `lib-dynload` in [`BENCH_SIGNED`]: ones that need no Python code besides what `python3 -S`
+/// starts with, most with libraries of their own (libbz2, liblzma, libffi, libcrypto, libssl,
+/// libuuid, ncurses, readline, libcrypt).
+pub const BENCH_PYTHON_EXTENSIONS: [&str; 12] = [
+    "_bz2",
+    "_lzma",
+    "_ctypes",
+    "_hashlib",
+    "_ssl",
+    "_uuid",
+    "_curses",
+    "readline",
+    "_crypt",
+    "_json",
+    "mmap",
+    "_multibytecodec",
+];
+/// The file name of an extension module in Debian's Python 3.11.
+pub fn python_extension_file(module: &str) -> String {
+    format!("{module}.cpython-311-x86_64-linux-gnu.so")
+}

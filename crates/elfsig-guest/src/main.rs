@@ -1,4 +1,4 @@
-//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|stress|probe`)
+//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|nobpf|stress|probe`)
 //! and reports it in KTAP on the serial console, which `cargo xtask test` parses.
 
 mod cases;
@@ -22,6 +22,9 @@ fn main() {
         }
         "stress" => {
             stress::run_all();
+        }
+        "nobpf" => {
+            mapping::without_bpf_lsm();
         }
         other => {
             let mut suite = Suite::default();

@@ -5,12 +5,13 @@
 
 use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, runs, stats,
-    wait_for_log_budget, write_control, write_exec,
+    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, runs,
+    stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
-    BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY, LIB_REVOCATION,
-    LIB_REVOKED, LIB_SIGNED, LIB_UNSIGNED, LS_UNSIGNED, PYTHON, SIGNED,
+    BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_OUTPUT, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY,
+    LIB_REVOCATION, LIB_REVOKED, LIB_SIGNED, LIB_UNSIGNED, LS_UNSIGNED, MODULE, MODULE_NO_BTF, PYTHON, REVOCATION,
+    REVOKEME, SIGNED,
 };
 use elfsig_guest::system;
 
@@ -48,7 +49,16 @@ fn guard_status() -> Result<String, String> {
 /// links (this process's standard input and output), words that are no descriptors, unknown
 /// commands.
 fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
-    for bad in ["attach", "attach 0", "attach 0 1", "attach 0 1 2", "attach x y", "attach -1 -2", "detach"] {
+    for bad in [
+        "attach",
+        "attach 0",
+        "attach 0 1",
+        "attach 0 1 2",
+        "attach 0 1 2 3",
+        "attach x y z",
+        "attach -1 -2 -3",
+        "detach",
+    ] {
         let result = write_control("guard", bad);
         ensure(result.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL)), || {
             format!("writing {bad:?} to guard gave {result:?}, expected EINVAL")
@@ -58,14 +68,19 @@ fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
     Ok(())
 }
 
-/// Runs `elfsig-guard` and checks that it made the guard active, proven by its canary.
+/// Runs `elfsig-guard` and checks that it made the guard active.
 pub(crate) fn attach() -> Outcome {
-    let before = stats()?;
     let out = run_with(GUARD, &[], &[])?;
     ensure(out.status.success(), || {
         format!("elfsig-guard failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
     })?;
-    ensure(guard_status()? == "active", || format!("the guard is {:?} after elfsig-guard", guard_status()))?;
+    ensure(guard_status()? == "active", || format!("the guard is {:?} after elfsig-guard", guard_status()))
+}
+
+/// [`attach`], with nothing else mapping files: its canary's refusal is the only one counted.
+pub(crate) fn attach_alone() -> Outcome {
+    let before = stats()?;
+    attach()?;
     let after = stats()?;
     // The canary: an unsigned (not even ELF) memfd mapped executable, refused.
     counters_grew(&before, &after, &[("mmap_denied", 1), ("malformed_elf", 1), ("mmap_guard_active", 1)])
@@ -75,7 +90,7 @@ pub(crate) fn attach() -> Outcome {
 pub(crate) fn attach_case(suite: &mut Suite<'_>) {
     suite.case("mapping_guard_attaches_and_proves_itself", || {
         ensure(guard_status()? == "detached", || format!("the guard is {:?} before elfsig-guard", guard_status()))?;
-        attach()?;
+        attach_alone()?;
         // Running it again changes nothing; a descriptor that is no BPF link is refused.
         runs(GUARD, &[], Some(b"elfsig-guard: the mapping guard is active already\n"))?;
         bad_guard_writes_change_nothing("active")?;
@@ -287,7 +302,86 @@ pub(crate) fn release_case(suite: &mut Suite<'_>) {
         // Without the guard, only execs are checked: the loader maps what it is given.
         runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))?;
         elfsig_guest::harness::unload_when_idle("elfsig")?;
-        system::load_module(std::path::Path::new(elfsig_guest::image::MODULE), "").context("reload")?;
+        system::load_module(std::path::Path::new(MODULE), "").context("reload")?;
         ensure(guard_status()? == "detached", || format!("a reloaded module's guard is {:?}", guard_status()))
     });
+}
+
+/// A module without BTF cannot offer its kfuncs: `require_mmap_guard=1` refuses to load it;
+/// without that it loads, says once why the guard is off, shows it in `guard` and `stats`, and
+/// still checks every exec; `elfsig-guard` says the kernel cannot run the guard.
+pub(crate) fn unavailable_case(suite: &mut Suite<'_>) {
+    suite.case("without_module_btf_the_guard_is_unavailable_and_execs_are_still_checked", || {
+        system::unload_module("elfsig").context("unload")?;
+        let no_btf = std::path::Path::new(MODULE_NO_BTF);
+        let logged_before = kernel_log()?.len();
+        let required = system::load_module(no_btf, "require_mmap_guard=1");
+        ensure(required.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::ENODEV)), || {
+            format!("require_mmap_guard=1 without module BTF gave {required:?}, expected ENODEV")
+        })?;
+        system::load_module(no_btf, "").context("load without BTF")?;
+        let checks = (|| {
+            let status = guard_status()?;
+            ensure(status.starts_with("unavailable: the module has no BTF"), || format!("the guard is {status:?}"))?;
+            ensure(stats()?.get("mmap_guard_active") == Some(&0), || "stats do not say the guard is off".into())?;
+            let out = run_with(GUARD, &[], &[])?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            ensure(!out.status.success() && stderr.contains("the kernel cannot run the mapping guard"), || {
+                format!("elfsig-guard without BTF exited {} saying {stderr:?}", out.status)
+            })?;
+            refused(HELLO_UNSIGNED)?;
+            runs(&format!("{SIGNED}/hello"), &[], Some(HELLO_OUTPUT))?;
+            let log = kernel_log()?;
+            let said: Vec<&String> =
+                log.iter().skip(logged_before).filter(|l| l.contains("the mapping guard is unavailable")).collect();
+            ensure(
+                said.len() == 2
+                    && said[0].contains("require_mmap_guard=1 refuses to load")
+                    && said[1].contains("only execs are checked"),
+                || format!("the kernel log said {said:?}"),
+            )
+        })();
+        system::unload_module("elfsig").context("unload the module without BTF")?;
+        system::load_module(std::path::Path::new(MODULE), "").context("reload")?;
+        checks
+    });
+}
+
+/// The suite of a boot with `bpf` left out of the active LSMs (`lsm=integrity`): the module
+/// loads (it cannot tell, even with `require_mmap_guard=1`), `elfsig-guard` refuses to attach
+/// and says why, and execs are still checked while mappings are not.
+pub(crate) fn without_bpf_lsm() -> bool {
+    let mut suite = Suite::default();
+    suite.case("bpf_is_not_an_active_lsm", || {
+        let lsms = std::fs::read_to_string("/sys/kernel/security/lsm").context("read the LSM list")?;
+        ensure(!lsms.split(',').any(|l| l == "bpf"), || format!("the active LSMs are {lsms:?}"))
+    });
+    suite.case("elfsig_guard_refuses_to_attach_a_guard_that_would_never_run", || {
+        system::load_module(std::path::Path::new(MODULE), "require_mmap_guard=1").context("load")?;
+        let out = run_with(GUARD, &[], &[])?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        ensure(!out.status.success() && stderr.contains("bpf is not among the kernel's active LSMs"), || {
+            format!("elfsig-guard exited {} saying {stderr:?}", out.status)
+        })?;
+        ensure(guard_status()? == "detached", || format!("the guard is {:?}", guard_status()))?;
+        ensure(stats()?.get("mmap_guard_active") == Some(&0), || "stats do not say the guard is off".into())
+    });
+    suite.case("execs_are_still_checked_and_mappings_are_not", || {
+        refused(HELLO_UNSIGNED)?;
+        runs(&format!("{SIGNED}/hello"), &[], Some(HELLO_OUTPUT))?;
+        runs(GUARD_PROBE, &["mmap", HELLO_UNSIGNED], Some(b"mmap: ok\n"))
+    });
+    // Without the guard's key hook, nothing flushes the cache on a revocation: every hit looks
+    // the digest up in `.blacklist`.
+    suite.case("a_cached_verdict_is_checked_against_revocations", || {
+        runs(REVOKEME, &[], Some(HELLO_OUTPUT))?;
+        runs(REVOKEME, &[], Some(HELLO_OUTPUT))?;
+        let digest = manifest("revoke_digest")?;
+        let blacklist = keyring(".blacklist")?;
+        system::add_key("blacklist", &format!("bin:{digest}"), &read(REVOCATION)?, blacklist).context("revoke")?;
+        let before = stats()?;
+        refused(REVOKEME)?;
+        counters_grew(&before, &stats()?, &[("revoked", 1), ("cache_hits", 1), ("cache_misses", 0)])
+    });
+    suite.run("elfsig: the mapping guard without the BPF LSM")
 }

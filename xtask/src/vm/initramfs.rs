@@ -116,6 +116,7 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     cpio.chardev("/dev/console", 5, 1);
     cpio.file("/init", 0o755, &read(guest)?);
     cpio.file(image::MODULE, 0o644, &read(ko)?);
+    cpio.file(image::MODULE_NO_BTF, 0o644, &without_btf(ko)?);
     cpio.symlink("/bin/sh", "busybox");
     cpio.file(image::SCRIPT_SIGNED_INTERPRETER, 0o755, b"#!/bin/sh\necho script ran\n");
     let unsigned_script = format!("#!{} sh\necho script ran\n", image::BUSYBOX_UNSIGNED);
@@ -140,6 +141,13 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     cpio.file(image::REVOCATION, 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     cpio.file(image::LIB_REVOCATION, 0o644, &sign_description(&format!("bin:{lib_digest}"), &keys.kernel)?);
     Ok(cpio.finish())
+}
+
+/// The module with its `.BTF` section removed, as a kernel without module BTF would build it.
+fn without_btf(ko: &Path) -> Result<Vec<u8>> {
+    let out = paths::target().join("vm/elfsig-nobtf.ko");
+    Cmd::new("objcopy").args(["--remove-section=.BTF"]).arg(ko).arg(&out).run()?;
+    read(&out)
 }
 
 /// Signs each staged file with its key (one `elfsig sign` per key) in `dir`, and returns
