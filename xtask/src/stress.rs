@@ -7,7 +7,7 @@
 use crate::{Result, flags, keys, tools, vm};
 
 /// Seconds of load in a `--quick` run.
-pub const QUICK_SECONDS: u64 = 30;
+pub const QUICK_SECONDS: u64 = 60;
 
 /// Runs the task.
 pub fn run(options: &flags::Stress) -> Result {

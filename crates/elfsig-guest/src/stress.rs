@@ -1,9 +1,10 @@
 //! The stress suite (`elfsig.suite=stress`, run on the debug kernel by `cargo xtask stress`).
 //!
-//! Threads exec files while others change them (`load.rs`): replace them by rename, rewrite
-//! them in place, truncate them, remove and re-sign one with the CLI, and rename a signed
-//! loader and an unsigned program in turn over the path a signed program names as its ELF
-//! interpreter. Meanwhile the verdict cache is flushed, a digest is revoked, a key is added to
+//! The module runs with its mapping guard. Threads exec files while others change them
+//! (`load.rs`): replace them by rename, rewrite them in place, truncate them, remove and re-sign
+//! one with the CLI, rename a signed loader and an unsigned program in turn over the path a
+//! signed program names as its ELF interpreter, and change a library that signed programs
+//! `dlopen` and need. Meanwhile the verdict cache is flushed, a digest is revoked, a key is added to
 //! the secondary trusted keyring and later removed, the mode is flipped to permissive and back,
 //! and the module is unloaded and reloaded (`disturb.rs`). Then the same execs run with
 //! allocations and the module's reads failing on purpose. Every exec is judged against what
@@ -44,7 +45,8 @@ pub(crate) fn run_all() -> bool {
         if !Path::new("/sys/kernel/debug/kmemleak").exists() {
             system::mount("debugfs", "/sys/kernel/debug").context("mount debugfs")?;
         }
-        system::load_module(Path::new(image::MODULE), "").context("load the module")
+        system::load_module(Path::new(image::MODULE), "").context("load the module")?;
+        crate::mapping::attach()
     });
     // The judge itself: a good file is seen loaded and running, a refused one not loaded, and
     // another signed program loaded and told apart from the good one.
@@ -65,7 +67,11 @@ pub(crate) fn run_all() -> bool {
         let rounds = shared.resign_rounds.load(Ordering::Relaxed);
         let swaps = shared.interp_swaps.load(Ordering::Relaxed);
         let interp_kills = shared.tally.interp_killed.load(Ordering::Relaxed);
-        let extra = format!("cli_remove_sign_rounds={rounds} interpreter_swaps={swaps} interp_killed={interp_kills}");
+        let library_changes = shared.library_changes.load(Ordering::Relaxed);
+        let extra = format!(
+            "cli_remove_sign_rounds={rounds} interpreter_swaps={swaps} interp_killed={interp_kills} \
+             library_changes={library_changes}"
+        );
         checks::report("changes", main.as_secs(), [0; 8], checks::counts(&shared.tally), &extra);
         ensure(shared.revocation.done.get().is_some(), || "the revocation never happened".into())?;
         ensure(shared.key_removed.done.get().is_some(), || "the key was never added and removed".into())?;
@@ -73,7 +79,7 @@ pub(crate) fn run_all() -> bool {
         // added key's file always are; a quick run has too few remove-and-sign rounds and
         // changes for that to be sure of the others, so only longer runs insist.
         let long = main >= Duration::from_secs(60);
-        for which in [Slot::Mix, Slot::Resign, Slot::Revokeme, Slot::Newkey, Slot::Interp] {
+        for which in [Slot::Mix, Slot::Resign, Slot::Revokeme, Slot::Newkey, Slot::Interp, Slot::Dlopen, Slot::Needed] {
             let [not_load, run] = shared.tally.judged(which);
             let name = which.name();
             diagnostic(format_args!("stress judged kind={name} must_not_load={not_load} must_run={run}"));
@@ -124,7 +130,10 @@ pub(crate) fn run_all() -> bool {
         diagnostic(format_args!("stress kmemleak unreferenced={total} module={}", ours.len()));
         ensure(ours.is_empty(), || format!("kmemleak: {}", ours.first().map_or("", |l| l.trim())))
     });
-    suite.case("module_unloads_after_stress", || unload_when_idle("elfsig"));
+    suite.case("module_unloads_after_stress", || {
+        elfsig_guest::harness::write_control("guard", "release").context("release the guard")?;
+        unload_when_idle("elfsig")
+    });
     // As an administrator locks a running module. (The test suite locks by parameter.)
     suite.case("lock_by_writing_holds_until_reboot", || {
         system::load_module(Path::new(image::MODULE), "").context("load the module")?;

@@ -158,16 +158,20 @@ const NONE: *mut libc::c_void = std::ptr::null_mut();
 /// The exit code of a child whose set-up before `execve` failed (no errno is 255).
 const SETUP_FAILED: i32 = 255;
 
-/// Runs `path` (no arguments, empty environment, stderr to /dev/null) under `ptrace` to tell
+/// Runs `path` with `args` (empty environment, stderr to /dev/null) under `ptrace` to tell
 /// whether the kernel loaded it. With `faults`, fault injection is armed for the child alone:
 /// it marks itself (`/proc/self/make-it-fail`) just before `execve`, so the fault-injection
 /// points configured with `task-filter` fail only in its exec and what follows. Unlike std's
 /// `Command`, nothing is judged from how the child died: a child that cannot report a failed
 /// exec through a pipe (std aborts then) is still told apart from a program that ran.
 /// Safe to call from several threads: each child is traced by the thread that forked it.
-pub fn run_traced(path: &str, faults: bool) -> io::Result<Traced> {
+pub fn run_traced(path: &str, args: &[&str], faults: bool) -> io::Result<Traced> {
     let program = cstring(path)?;
-    let argv = [program.as_ptr(), std::ptr::null()];
+    let args = args.iter().map(|a| cstring(a)).collect::<io::Result<Vec<_>>>()?;
+    let argv: Vec<*const libc::c_char> = std::iter::once(program.as_ptr())
+        .chain(args.iter().map(|a| a.as_ptr()))
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
     let devnull = File::options().write(true).open("/dev/null")?;
     let mut fds = [0; 2];

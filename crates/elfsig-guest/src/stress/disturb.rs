@@ -1,6 +1,7 @@
 //! The disturbances: what happens to the module and the kernel's keyrings while the load runs
 //! (cache flushes, a key added and later removed, a revocation, permissive windows, unloading
-//! and reloading), and the faults injected in the second phase.
+//! and reloading, with the mapping guard released and attached again), and the faults injected
+//! in the second phase.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -12,17 +13,23 @@ use elfsig_guest::system;
 
 use super::load::Shared;
 
-/// The disturbances, spread over `phase` in twelve rounds: a cache flush each round, the key
-/// added at the third and removed (with a flush) at the ninth, the revocation at the sixth,
-/// and alternately a 100 ms permissive window or an unload and reload.
+/// The disturbances, spread over `phase` in twelve ticks: a cache flush at each, the key added
+/// at the third and removed (with a flush) at the ninth, the revocation at the sixth, an unload
+/// and reload at the fourth and tenth, and a 100 ms permissive window at the other even ones. A
+/// reload attaches the guard again, which takes seconds on the debug kernel (while nothing is
+/// judged): a tick that comes late does what it missed at once, and the phase lasts until the
+/// key and the revocation events have all happened.
 pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     let start = Instant::now();
+    let tick = phase / 12;
     let mut round = 0u32;
     let secondary = keyring(".secondary_trusted_keys")?;
     let mut added = None;
-    while start.elapsed() < phase {
-        std::thread::sleep(phase / 12);
+    while start.elapsed() < phase || shared.key_removed.done.get().is_none() {
         round += 1;
+        if let Some(wait) = (tick * round).checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
         write_control("flush", "1").context("flush")?;
         if round == 3 {
             let cert = read(image::ADDED_CERT)?;
@@ -44,16 +51,23 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                 system::add_key("blacklist", &format!("bin:{digest}"), &signature, blacklist).context("revoke")
             })?;
         }
+        if !round.is_multiple_of(2) {
+            continue;
+        }
         shared.unenforced.fetch_add(1, Ordering::SeqCst);
-        let result = if round.is_multiple_of(2) {
+        let result = if round != 4 && round != 10 {
             write_control("mode", "permissive").context("set permissive").and_then(|()| {
                 std::thread::sleep(Duration::from_millis(100));
                 write_control("mode", "enforce").context("set enforce")
             })
         } else {
-            unload_when_idle("elfsig").and_then(|()| {
+            // The module holds its mapping guard, which must be released first and attached
+            // again after.
+            write_control("guard", "release").context("release the guard").and_then(|()| {
+                unload_when_idle("elfsig")?;
                 std::thread::sleep(Duration::from_millis(100));
-                system::load_module(Path::new(image::MODULE), "").context("reload")
+                system::load_module(Path::new(image::MODULE), "").context("reload")?;
+                crate::mapping::attach()
             })
         };
         shared.unenforced.fetch_add(1, Ordering::SeqCst);

@@ -10,6 +10,8 @@
 //!   after its check: never of content judged bad at its start);
 //! - good content runs, when nothing is injected (the one failure allowed is ETXTBSY, from a
 //!   child forked by another thread that holds a replacement open until it execs);
+//! - for a library, "loaded" is the library's: the signed program that loads it runs either way,
+//!   and the library says when it was loaded;
 //! - nothing but the good program's output ever appears.
 
 use std::sync::Mutex;
@@ -29,7 +31,8 @@ pub(crate) enum Exec {
     RanOther { what: String, surely_other: bool },
     /// Refused with EACCES.
     Refused,
-    /// The exec failed otherwise (ETXTBSY while a file is being written, ENOMEM under faults, ...).
+    /// The exec failed otherwise (ETXTBSY while a file is being written, ENOMEM under faults, ...);
+    /// see [`Exec::run_library`] for a negative value.
     Failed(i32),
     /// The kernel killed the child before it ran an instruction.
     Killed(i32),
@@ -38,7 +41,27 @@ pub(crate) enum Exec {
 impl Exec {
     /// Runs `path` traced and says what happened, against what the good program prints.
     pub(crate) fn run(path: &str, faults: bool, good_output: &[u8]) -> std::io::Result<Exec> {
-        system::run_traced(path, faults).map(|traced| Exec::of(traced, good_output))
+        system::run_traced(path, &[], faults).map(|traced| Exec::of(traced, good_output))
+    }
+
+    /// Runs a signed program that loads a library, and says what happened to the library,
+    /// which prints `loaded` first thing when it is loaded: it ran (printing what the good
+    /// library makes the program print, or not), or it was refused (never printed). The program's
+    /// own exec failing, or being killed under faults, says nothing of the library: that counts
+    /// as failed, with the errno or the negated signal.
+    pub(crate) fn run_library(
+        path: &str,
+        args: &[&str],
+        faults: bool,
+        good_output: &[u8],
+        loaded: &[u8],
+    ) -> std::io::Result<Exec> {
+        system::run_traced(path, args, faults).map(|traced| match traced {
+            Traced::Loaded { ref stdout, .. } if !stdout.starts_with(loaded) => Exec::Refused,
+            Traced::Loaded { .. } => Exec::of(traced, good_output),
+            Traced::NotLoaded(errno) => Exec::Failed(errno),
+            Traced::KilledInExec(signal) => Exec::Failed(-signal),
+        })
     }
 
     fn of(traced: Traced, good_output: &[u8]) -> Exec {
@@ -124,13 +147,15 @@ pub(crate) struct Verdict {
 }
 
 /// Whether `what` is a wrong outcome for an exec that the module enforced throughout.
-pub(crate) fn wrong(what: &Exec, verdict: Verdict, faults: bool) -> bool {
+/// `may_die`: the good program may end early once loaded, without that being wrong: under
+/// injected faults, or when what it loaded is a library (the kernel does not stop a library
+/// being rewritten in place while it is mapped, so a change racing the exec may crash it).
+pub(crate) fn wrong(what: &Exec, verdict: Verdict, may_die: bool) -> bool {
     match what {
         _ if verdict.must_not_load => what.loaded() || matches!(what, Exec::Killed(_)),
         _ if verdict.must_run => !matches!(what, Exec::RanGood | Exec::Failed(libc::ETXTBSY)),
-        // Whatever a file held, nothing but the good program may run; under faults, the good
-        // program may be killed once loaded.
-        Exec::RanOther { surely_other, .. } => !faults || *surely_other,
+        // Whatever a file held, nothing but the good program may run.
+        Exec::RanOther { surely_other, .. } => !may_die || *surely_other,
         _ => false,
     }
 }

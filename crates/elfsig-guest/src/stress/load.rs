@@ -1,6 +1,7 @@
 //! The load: workers exec the files at random and judge each exec, while other threads change
 //! the files under them (replace by rename, rewrite in place, truncate), remove and re-sign one
-//! with the CLI, and rename interpreters over the path a signed program names in `PT_INTERP`.
+//! with the CLI, rename interpreters over the path a signed program names in `PT_INTERP`, and
+//! swap good and bad versions of a library that signed programs `dlopen` and need.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -8,8 +9,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
 use elfsig_guest::harness::{Context, Outcome, ensure, read};
-use elfsig_guest::image::{self, CERT, ELFSIG, KEY};
+use elfsig_guest::image::{self, CERT, ELFSIG, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, KEY, LIB_SIGNED};
 
 use super::judge::{self, BAD, Exec, GOOD, Tracked, UNKNOWN, Verdict, Violations};
 use crate::tamper::{Map, flip};
@@ -38,11 +40,25 @@ pub(crate) enum Slot {
     /// A signed program whose `PT_INTERP` path has a signed loader and an unsigned program
     /// renamed over it, again and again.
     Interp,
+    /// A signed program `dlopen`ing the library in [`GUARD_RUNPATH`], which is good, unsigned,
+    /// modified or badly signed in turn: replaced, rewritten and truncated (the mapping guard).
+    Dlopen,
+    /// A signed program that needs that library (`DT_NEEDED`, found through `DT_RUNPATH`).
+    Needed,
 }
 
 impl Slot {
-    pub(crate) const ALL: [Slot; 7] =
-        [Slot::Good, Slot::Mix, Slot::Bad, Slot::Revokeme, Slot::Newkey, Slot::Resign, Slot::Interp];
+    pub(crate) const ALL: [Slot; 9] = [
+        Slot::Good,
+        Slot::Mix,
+        Slot::Bad,
+        Slot::Revokeme,
+        Slot::Newkey,
+        Slot::Resign,
+        Slot::Interp,
+        Slot::Dlopen,
+        Slot::Needed,
+    ];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -53,6 +69,8 @@ impl Slot {
             Slot::Newkey => "newkey",
             Slot::Resign => "resign",
             Slot::Interp => "interp",
+            Slot::Dlopen => "dlopen",
+            Slot::Needed => "needed",
         }
     }
 }
@@ -65,24 +83,34 @@ pub(crate) struct Contents {
     pub(crate) bad: Vec<(&'static str, Vec<u8>)>,
     /// What the program run through the swapped interpreter prints.
     interp_output: Vec<u8>,
+    /// The signed test library.
+    library: Vec<u8>,
+    /// The library made unsigned, modified and badly signed.
+    bad_libraries: Vec<(&'static str, Vec<u8>)>,
 }
 
 impl Contents {
     pub(crate) fn make() -> Result<Contents, String> {
-        let good = read(image::HELLO)?;
-        let other = read(format!("{}/cstatic", image::SIGNED))?;
-        let map = Map::of(&other)?;
-        let (payload, size) = map.payload()?;
+        let library = read(format!("{LIB_SIGNED}/{GUARD_LIBRARY}"))?;
         Ok(Contents {
-            good,
-            bad: vec![
-                ("unsigned", flip(&other, payload)),
-                ("modified", flip(&other, map.shoff + 64 + 8)),
-                ("bad-signature", flip(&other, payload + size - 1)),
-            ],
+            good: read(image::HELLO)?,
+            bad: spoiled(&read(format!("{}/cstatic", image::SIGNED))?)?,
             interp_output: read(format!("{}/cdynamic", image::EXPECTED))?,
+            bad_libraries: spoiled(&library)?,
+            library,
         })
     }
+}
+
+/// A signed file made unsigned, modified (a byte of its section headers) and badly signed.
+fn spoiled(signed: &[u8]) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
+    let map = Map::of(signed)?;
+    let (payload, size) = map.payload()?;
+    Ok(vec![
+        ("unsigned", flip(signed, payload)),
+        ("modified", flip(signed, map.shoff + 64 + 8)),
+        ("bad-signature", flip(signed, payload + size - 1)),
+    ])
 }
 
 /// When a one-off event started and ended.
@@ -167,6 +195,10 @@ pub(crate) struct Shared {
     interp: Tracked,
     /// Renames over that path.
     pub(crate) interp_swaps: AtomicU64,
+    /// What the library the dlopen and needed slots load holds.
+    library: Tracked,
+    /// Changes of it.
+    pub(crate) library_changes: AtomicU64,
     pub(crate) key_added: Event,
     pub(crate) key_removed: Event,
     pub(crate) tally: Tally,
@@ -185,6 +217,8 @@ impl Shared {
             resign_rounds: AtomicU64::new(0),
             interp: Tracked::new(GOOD),
             interp_swaps: AtomicU64::new(0),
+            library: Tracked::new(GOOD),
+            library_changes: AtomicU64::new(0),
             key_added: Event::default(),
             key_removed: Event::default(),
             tally: Tally::default(),
@@ -215,6 +249,11 @@ fn interp_source(good: bool) -> String {
     format!("{DIR}/interp.{}", if good { "good" } else { "evil" })
 }
 
+/// The library the dlopen and needed slots load.
+fn library() -> String {
+    format!("{GUARD_RUNPATH}/{GUARD_LIBRARY}")
+}
+
 /// Writes `bytes` as a new file and renames it over `path`.
 fn replace(path: &str, bytes: &[u8], tag: usize) -> std::io::Result<()> {
     let tmp = format!("{path}.new{tag}");
@@ -240,13 +279,15 @@ pub(crate) fn set_up(contents: &Contents) -> Outcome {
     replace(&format!("{DIR}/resign"), &contents.good, 0).context("write resign")?;
     replace(&interp_source(true), &read(image::LD_SO)?, 0).context("write the signed loader")?;
     replace(&interp_source(false), &read(image::HELLO_UNSIGNED)?, 0).context("write the unsigned interpreter")?;
+    std::fs::create_dir_all(GUARD_RUNPATH).context("create the library's directory")?;
+    replace(&library(), &contents.library, 0).context("write the library")?;
     let _ = std::fs::remove_file(image::STRESS_INTERPRETER);
     std::fs::hard_link(interp_source(true), image::STRESS_INTERPRETER).context("link the interpreter")
 }
 
 /// One exec of a random file, judged against what the file was at that moment.
 fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
-    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 5);
+    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 7);
     let (which, path, tracked) = match pick.checked_sub(GOOD_SLOTS + MIX_SLOTS) {
         None if pick < GOOD_SLOTS => (Slot::Good, slot("good", pick), None),
         None => (Slot::Mix, slot("mix", pick - GOOD_SLOTS), shared.mix.get(pick - GOOD_SLOTS)),
@@ -254,14 +295,24 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
         Some(1) => (Slot::Revokeme, format!("{DIR}/revokeme"), None),
         Some(2) => (Slot::Newkey, format!("{DIR}/newkey"), None),
         Some(3) => (Slot::Interp, image::CDYNAMIC_STRESS_INTERPRETER.to_owned(), Some(&shared.interp)),
+        Some(4) => (Slot::Dlopen, GUARD_PROBE.to_owned(), Some(&shared.library)),
+        Some(5) => (Slot::Needed, GUARD_USER.to_owned(), Some(&shared.library)),
         Some(_) => (Slot::Resign, format!("{DIR}/resign"), Some(&shared.resign)),
     };
-    let good_output = if which == Slot::Interp { &contents.interp_output[..] } else { image::HELLO_OUTPUT };
     let faults = shared.faults.load(Ordering::SeqCst);
     let held = tracked.map(Tracked::load);
     let before = shared.unenforced.load(Ordering::SeqCst);
     let started = Instant::now();
-    let result = Exec::run(&path, faults, good_output);
+    let library = library();
+    let result = match which {
+        Slot::Interp => Exec::run(&path, faults, &contents.interp_output),
+        Slot::Dlopen => {
+            let good_output = [GUARD_LIBRARY_LOADED, b"dlopen: ok\n"].concat();
+            Exec::run_library(&path, &["dlopen", &library], faults, &good_output, GUARD_LIBRARY_LOADED)
+        }
+        Slot::Needed => Exec::run_library(&path, &[], faults, GUARD_USER_OUTPUT, GUARD_LIBRARY_LOADED),
+        _ => Exec::run(&path, faults, image::HELLO_OUTPUT),
+    };
     let ended = Instant::now();
     let after = shared.unenforced.load(Ordering::SeqCst);
     // What a tracked file held for the whole exec, if it did not change.
@@ -283,7 +334,7 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
     let verdict = Verdict {
         must_not_load: match which {
             Slot::Bad => true,
-            Slot::Mix | Slot::Resign | Slot::Interp => content == Some(BAD),
+            Slot::Mix | Slot::Resign | Slot::Interp | Slot::Dlopen | Slot::Needed => content == Some(BAD),
             Slot::Revokeme => revoked,
             Slot::Newkey => key_untrusted,
             Slot::Good => false,
@@ -291,7 +342,7 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
         must_run: !faults
             && match which {
                 Slot::Good => true,
-                Slot::Mix | Slot::Resign | Slot::Interp => content == Some(GOOD),
+                Slot::Mix | Slot::Resign | Slot::Interp | Slot::Dlopen | Slot::Needed => content == Some(GOOD),
                 Slot::Revokeme => not_revoked,
                 Slot::Newkey => key_trusted,
                 Slot::Bad => false,
@@ -300,7 +351,8 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
     if verdict.must_run || verdict.must_not_load {
         shared.tally.judged[which as usize][usize::from(verdict.must_run)].fetch_add(1, Ordering::Relaxed);
     }
-    if judge::wrong(&what, verdict, faults) {
+    let library_loaded = matches!(which, Slot::Dlopen | Slot::Needed);
+    if judge::wrong(&what, verdict, faults || library_loaded) {
         shared.violations.add(format!("{path} ({}{}): {what}", which.name(), if faults { ", faults" } else { "" }));
     }
 }
@@ -335,34 +387,47 @@ fn resign_loop(shared: &Shared) -> Outcome {
     Ok(())
 }
 
-/// Until told to stop: renames the signed loader and the unsigned program in turn over the
-/// interp slot's `PT_INTERP` path, in bursts as fast as it can for 300 ms, so that some renames
-/// land between the module's check of the interpreter and binfmt_elf's open of it; then keeps
-/// one of them there for 700 ms, so that execs also find the path unchanged and are judged by
-/// what it names.
-fn swap_interpreters(shared: &Shared) -> Outcome {
-    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
-    let mut good = true;
-    let tmp = format!("{}.new", image::STRESS_INTERPRETER);
-    let swap = |good: bool| -> Outcome {
-        shared.interp.begin();
-        let _ = std::fs::remove_file(&tmp);
-        std::fs::hard_link(interp_source(good), &tmp).context("link an interpreter")?;
-        std::fs::rename(&tmp, image::STRESS_INTERPRETER).context("rename an interpreter over PT_INTERP")?;
-        shared.interp.end(if good { GOOD } else { BAD });
-        shared.interp_swaps.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    };
+/// Until told to stop: changes a file in bursts, as fast as `change` goes for 300 ms, so that
+/// some changes land in the middle of execs; then once more, left alone for `hold`, so that
+/// execs also find it unchanged and are judged by what it holds.
+fn in_bursts(shared: &Shared, seed: u64, hold: Duration, mut change: impl FnMut(&mut Rng) -> Outcome) -> Outcome {
+    let mut rng = Rng(seed);
     while !shared.stop.load(Ordering::Relaxed) {
         let burst = Instant::now();
         while burst.elapsed() < Duration::from_millis(300) {
-            good = !good;
-            swap(good)?;
+            change(&mut rng)?;
         }
-        good = rng.below(2) == 0;
-        swap(good)?;
-        std::thread::sleep(Duration::from_millis(700));
+        change(&mut rng)?;
+        std::thread::sleep(hold);
     }
+    Ok(())
+}
+
+/// Renames the signed loader or the unsigned program over the interp slot's `PT_INTERP` path,
+/// so that some renames land between the module's check of the interpreter and binfmt_elf's
+/// open of it.
+fn swap_interpreter(shared: &Shared, rng: &mut Rng) -> Outcome {
+    let good = rng.below(2) == 0;
+    let tmp = format!("{}.new", image::STRESS_INTERPRETER);
+    shared.interp.begin();
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::hard_link(interp_source(good), &tmp).context("link an interpreter")?;
+    std::fs::rename(&tmp, image::STRESS_INTERPRETER).context("rename an interpreter over PT_INTERP")?;
+    shared.interp.end(if good { GOOD } else { BAD });
+    shared.interp_swaps.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Replaces, rewrites or truncates the library with good or (as often) bad content, every 2 ms
+/// or so: as a package upgrade replaces a library, and as its owner may rewrite it.
+fn change_library(shared: &Shared, contents: &Contents, rng: &mut Rng) -> Outcome {
+    let bad = (rng.below(2) == 0).then(|| rng.below(contents.bad_libraries.len()));
+    let (bytes, kind) =
+        bad.and_then(|i| contents.bad_libraries.get(i)).map_or((&contents.library[..], GOOD), |(_, b)| (&b[..], BAD));
+    let now = shared.library.begin();
+    shared.library.end(change(&library(), bytes, kind, now, rng, 2));
+    shared.library_changes.fetch_add(1, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(2));
     Ok(())
 }
 
@@ -381,23 +446,28 @@ fn mutate_once(shared: &Shared, contents: &Contents, rng: &mut Rng, tag: usize) 
     let (bytes, kind) = contents.bad.get(choice).map_or((&contents.good[..], GOOD), |(_, b)| (&b[..], BAD));
     let Some(tracked) = shared.mix.get(i) else { return };
     let now = tracked.begin();
-    // Errors are expected (ETXTBSY while the file runs) and leave the file as it was, except
-    // a write that fails after the open emptied the file.
-    let kind = match rng.below(3) {
-        0 => replace(&path, bytes, tag).map_or(now, |()| kind),
-        1 => match std::fs::OpenOptions::new().write(true).truncate(true).open(&path) {
+    tracked.end(change(&path, bytes, kind, now, rng, tag));
+}
+
+/// Puts `bytes`, which are `kind` content, in `path`, which holds `now` content, at random by
+/// replacing the file, rewriting it in place, or truncating it; returns what it holds then.
+/// Errors are expected (ETXTBSY while a program runs) and leave the file as it was, except a
+/// write that fails after the open emptied the file.
+fn change(path: &str, bytes: &[u8], kind: u64, now: u64, rng: &mut Rng, tag: usize) -> u64 {
+    match rng.below(3) {
+        0 => replace(path, bytes, tag).map_or(now, |()| kind),
+        1 => match std::fs::OpenOptions::new().write(true).truncate(true).open(path) {
             Ok(mut file) => file.write_all(bytes).map_or(UNKNOWN, |()| kind),
             Err(_) => now,
         },
         _ => {
             let len = rng.below(bytes.len()) as u64;
-            match std::fs::OpenOptions::new().write(true).open(&path) {
+            match std::fs::OpenOptions::new().write(true).open(path) {
                 Ok(file) if file.metadata().is_ok_and(|m| m.len() != len) => file.set_len(len).map_or(now, |()| BAD),
                 _ => now,
             }
         }
-    };
-    tracked.end(kind);
+    }
 }
 
 /// Runs the workers (and, without faults, the threads that change the files) while `during`
@@ -415,7 +485,18 @@ pub(crate) fn run_phase(contents: &Contents, shared: &Shared, during: impl FnOnc
         }
         let changes = !shared.faults.load(Ordering::SeqCst);
         let resigner = changes.then(|| scope.spawn(move || resign_loop(shared)));
-        let swapper = changes.then(|| scope.spawn(move || swap_interpreters(shared)));
+        let swapper = changes.then(|| {
+            let hold = Duration::from_millis(700);
+            scope.spawn(move || in_bursts(shared, 0x5851_f42d_4c95_7f2d, hold, |rng| swap_interpreter(shared, rng)))
+        });
+        let library_changer = changes.then(|| {
+            // Held for longer than an exec takes on the debug kernel, so that the library execs are
+            // judged by what it holds.
+            let hold = Duration::from_secs(3);
+            scope.spawn(move || {
+                in_bursts(shared, 0x1405_7b7e_f767_814f, hold, |rng| change_library(shared, contents, rng))
+            })
+        });
         if changes {
             scope.spawn(move || {
                 let mut rng = Rng(0x2545_f491_4f6c_dd1d);
@@ -430,6 +511,9 @@ pub(crate) fn run_phase(contents: &Contents, shared: &Shared, during: impl FnOnc
         let joined = |thread: Option<std::thread::ScopedJoinHandle<'_, Outcome>>, what: &str| {
             thread.map_or(Ok(()), |t| t.join().unwrap_or_else(|_| Err(format!("the {what} thread panicked"))))
         };
-        result.and(joined(resigner, "re-signing")).and(joined(swapper, "interpreter-swapping"))
+        result
+            .and(joined(resigner, "re-signing"))
+            .and(joined(swapper, "interpreter-swapping"))
+            .and(joined(library_changer, "library-changing"))
     })
 }
