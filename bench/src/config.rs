@@ -1,12 +1,13 @@
 //! The four configurations measured, and switching between them.
 //!
 //! - `baseline`: the module not loaded.
-//! - `elfsig-cold`: the module enforcing, its verdict cache flushed before every exec: the cost
-//!   of a first exec.
-//! - `elfsig-warm`: the module enforcing with a warm cache: the steady state.
-//! - `ima`: the kernel's IMA appraisal (`appraise func=BPRM_CHECK appraise_type=imasig`), on
-//!   copies of the same programs owned by [`IMA_UID`]: an IMA policy cannot be removed once
-//!   loaded, so the rule matches that owner only, and the other configurations run root's files.
+//! - `elfsig-cold`: the module enforcing with its mapping guard attached, its verdict cache
+//!   flushed before every exec: the cost of a first exec (program, ld.so and every library).
+//! - `elfsig-warm`: the same with a warm cache: the steady state.
+//! - `ima`: the kernel's IMA appraisal (`appraise func=BPRM_CHECK` and `func=MMAP_CHECK`,
+//!   `appraise_type=imasig`), on copies of the same programs owned by [`IMA_UID`]: an IMA policy
+//!   cannot be removed once loaded, so the rules match that owner only, and the other
+//!   configurations run root's files.
 //!
 //! Measurements interleave the configurations (A B C D, then B C D A, ...) in short slices, so
 //! that drift hits them all alike.
@@ -90,12 +91,15 @@ pub(crate) struct Switch {
 }
 
 impl Switch {
-    /// Puts the system in `config`.
+    /// Puts the system in `config`: the module loaded and its mapping guard attached, or the
+    /// guard released (the module cannot be unloaded while it holds it) and the module unloaded.
     pub(crate) fn enter(&mut self, config: Config) -> Result<(), String> {
         let want = config.module_loaded();
         if want && !self.loaded {
             system::load_module(std::path::Path::new(image::MODULE), "").map_err(|e| format!("load elfsig.ko: {e}"))?;
+            attach_guard()?;
         } else if !want && self.loaded {
+            write_control("guard", "release").map_err(|e| format!("release the mapping guard: {e}"))?;
             elfsig_guest::harness::unload_when_idle("elfsig")?;
         }
         self.loaded = want;
@@ -141,11 +145,18 @@ impl Switch {
 
     /// Reloads the module (empty cache, counters and memory peak reset).
     pub(crate) fn reload(&mut self) -> Result<(), String> {
-        if self.loaded {
-            elfsig_guest::harness::unload_when_idle("elfsig")?;
-            self.loaded = false;
-        }
+        self.enter(Config::Baseline)?;
         self.enter(Config::ElfsigWarm)
+    }
+}
+
+/// Runs `elfsig-guard`, which attaches the mapping guard and proves it with its canary.
+fn attach_guard() -> Result<(), String> {
+    let out = std::process::Command::new(image::GUARD).output().map_err(|e| format!("run {}: {e}", image::GUARD))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} failed ({}): {}", image::GUARD, out.status, String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Setting up IMA appraisal, the peer configuration: the test key's certificate in IMA's
-//! keyring, copies of the programs owned by [`IMA_UID`] carrying the `security.ima` signatures
-//! evmctl made on the host, and a policy that appraises executions of that owner's files.
+//! keyring, copies of the programs and libraries owned by [`IMA_UID`] carrying the
+//! `security.ima` signatures evmctl made on the host, and a policy that appraises that owner's
+//! files when they are executed or mapped executable.
 //!
 //! The bench kernel does not require IMA keys to be signed by a built-in key
 //! (`CONFIG_INTEGRITY_TRUSTED_KEYRING` is off), and then IMA has no keyring of its own: it looks
@@ -14,7 +15,7 @@ use elfsig_guest::harness::Context;
 use elfsig_guest::{image, system};
 
 use crate::config::{Config, IMA_UID};
-use crate::measure::exec_us;
+use crate::measure::{exec_ok_us, exec_us};
 
 const POLICY: &str = "/sys/kernel/security/ima/policy";
 
@@ -30,19 +31,40 @@ pub(crate) fn setup() -> Result<(), String> {
         let Some(name) = sig_path.file_stem().map(|n| n.to_string_lossy().into_owned()) else { continue };
         copy_signed(&name, &std::fs::read(&sig_path).context("read signature")?)?;
     }
-    std::fs::write(POLICY, format!("appraise func=BPRM_CHECK fowner={IMA_UID} appraise_type=imasig\n"))
-        .context("write the IMA policy")?;
+    let policy = format!(
+        "appraise func=BPRM_CHECK fowner={IMA_UID} appraise_type=imasig\n\
+         appraise func=MMAP_CHECK fowner={IMA_UID} appraise_type=imasig\n"
+    );
+    std::fs::write(POLICY, policy).context("write the IMA policy")?;
 
-    // The policy is live: a signed copy runs, an unsigned one owned by the same user does not.
+    // The policy is live: a signed copy runs and loads a signed library; an unsigned program or
+    // library owned by the same user does not.
     exec_us(&Config::Ima.program("hello"), &[]).map_err(|e| format!("IMA refuses its signed copy: {e}"))?;
-    let unsigned = format!("{}/unsigned-check", image::BENCH_IMA_COPIES);
-    std::fs::copy(format!("{}/hello", image::BENCH_SIGNED), &unsigned).context("copy")?;
-    std::os::unix::fs::chown(&unsigned, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
-    std::fs::set_permissions(&unsigned, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
+    let library = Config::Ima.program(&elfsig_fixtures::bench_library_name(0));
+    let probe = Config::Ima.program("guard-probe");
+    exec_ok_us(&probe, &["dlopen", &library]).map_err(|e| format!("IMA refuses a signed library: {e}"))?;
+    let unsigned = unsigned_copy("hello", "unsigned-check")?;
     match exec_us(&unsigned, &[]) {
-        Err(e) if e.contains("Permission denied") => Ok(()),
-        other => Err(format!("IMA let an unsigned program run: {other:?}")),
+        Err(e) if e.contains("Permission denied") => {}
+        other => return Err(format!("IMA let an unsigned program run: {other:?}")),
     }
+    let unsigned = unsigned_copy(&elfsig_fixtures::bench_library_name(0), "unsigned-check.so")?;
+    let out = std::process::Command::new(&probe).args(["dlopen", &unsigned]).output().context("run the probe")?;
+    if out.status.code() == Some(1) && out.stdout.starts_with(b"dlopen: refused") {
+        Ok(())
+    } else {
+        Err(format!("IMA let an unsigned library load: {out:?}"))
+    }
+}
+
+/// A copy of `/b/signed/<name>` as `/b/ima/<copy>`, owned by [`IMA_UID`], without an IMA
+/// signature.
+fn unsigned_copy(name: &str, copy: &str) -> Result<String, String> {
+    let to = format!("{}/{copy}", image::BENCH_IMA_COPIES);
+    std::fs::copy(format!("{}/{name}", image::BENCH_SIGNED), &to).context("copy")?;
+    std::os::unix::fs::chown(&to, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
+    Ok(to)
 }
 
 /// Copies `/b/signed/<name>` to `/b/ima/<name>`, owned by [`IMA_UID`], with `signature` in

@@ -1,7 +1,7 @@
 //! The bench VM's init: sets up IMA, then runs every suite, interleaving the four
 //! configurations, and prints each raw measurement on the console for `cargo xtask bench`.
 //!
-//! Suites, in order: `coreutils`, `exec`, `unixbench`, `apps`, `large`. The kernel command
+//! Suites, in order: `coreutils`, `libs`, `exec`, `unixbench`, `apps`, `large`. The kernel command
 //! line's `elfsig.quick=1` makes each shorter (fewer repetitions, all suites);
 //! `elfsig.suites=a,b` runs only those (`cargo xtask bench --suite`, while working on one).
 //!
@@ -14,6 +14,7 @@ mod coreutils;
 mod exec;
 mod ima;
 mod large;
+mod libs;
 mod measure;
 mod unixbench;
 
@@ -87,8 +88,9 @@ fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
     let mut switch = Switch::default();
     warm_up(&mut switch)?;
     type Suite = fn(&mut Switch, Effort) -> Result<(), String>;
-    let suites: [(&str, Suite); 5] = [
+    let suites: [(&str, Suite); 6] = [
         ("coreutils", coreutils::run),
+        ("libs", libs::run),
         ("exec", exec::run),
         ("unixbench", unixbench::run),
         ("apps", apps::run),

@@ -2,7 +2,7 @@
 //! line on the console, which the host writes to results.csv; progress goes on
 //! `ELFSIG-PROGRESS` lines.
 
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use crate::config::Config;
@@ -64,9 +64,23 @@ pub(crate) fn progress(message: &str) {
 }
 
 /// Runs `path` with `args`, output discarded; returns the wall time in microseconds. Fails
-/// when the program cannot be executed or fails: every program measured must run in every
-/// configuration, or the measurement means nothing.
+/// when the program cannot be executed or dies: every program measured must run in every
+/// configuration, or the measurement means nothing. (Its exit status is its own: `false
+/// --version` exits 1.)
 pub(crate) fn exec_us(path: &str, args: &[&str]) -> Result<f64, String> {
+    exec_status_us(path, args).map(|(elapsed, _)| elapsed)
+}
+
+/// [`exec_us`] for programs whose work can fail (a library not loaded, a module not imported):
+/// fails unless the program exits 0.
+pub(crate) fn exec_ok_us(path: &str, args: &[&str]) -> Result<f64, String> {
+    match exec_status_us(path, args)? {
+        (elapsed, status) if status.success() => Ok(elapsed),
+        (_, status) => Err(format!("{path} {} failed: {status}", args.first().copied().unwrap_or_default())),
+    }
+}
+
+fn exec_status_us(path: &str, args: &[&str]) -> Result<(f64, ExitStatus), String> {
     let start = Instant::now();
     let status = Command::new(path)
         .args(args)
@@ -79,7 +93,7 @@ pub(crate) fn exec_us(path: &str, args: &[&str]) -> Result<f64, String> {
     if status.code().is_none() {
         return Err(format!("{path} died: {status}"));
     }
-    Ok(elapsed)
+    Ok((elapsed, status))
 }
 
 /// Times `count` execs of `program` in `config`, flushing the cache before each in

@@ -34,6 +34,10 @@ const BENCH_PACKAGES: &[Need] = &[
     Need::Deb("less"),
     Need::Deb("mount"),
     Need::Deb("tar"),
+    // The libs suite: its libraries are built with gcc; python3's C extension modules.
+    Need::Deb("gcc"),
+    Need::Deb("libc6-dev"),
+    Need::Deb("python3.11"),
 ];
 
 /// How many bench VMs run at once.
@@ -49,13 +53,14 @@ pub fn run(options: &flags::Bench) -> Result {
 }
 
 /// The VM's suites, as `--suite` names them.
-const SUITES: [&str; 5] = ["coreutils", "exec", "unixbench", "apps", "large"];
+const SUITES: [&str; 6] = ["coreutils", "libs", "exec", "unixbench", "apps", "large"];
 
 /// The bench, full or quick; every suite, or those named.
 pub fn bench(quick: bool, suites: &[&str]) -> Result {
     let start = Instant::now();
     let started = Cmd::new("date").args(["-u", "+%Y-%m-%dT%H-%M-%SZ"]).read()?.trim().to_owned();
     deps::ensure(BENCH_PACKAGES)?;
+    deps::ensure(deps::GUARD_PACKAGES)?;
     // Natively first, while nothing else runs.
     let native = native::measure(quick)?;
 

@@ -26,7 +26,7 @@ pub struct GuardPrograms {
     pub library: PathBuf,
     /// A program with the library in `DT_NEEDED` and the `runpath` given in `DT_RUNPATH`.
     pub user: PathBuf,
-    /// `guard-probe dlopen|mmap|mprotect PATH`, `guard-probe anon`.
+    /// `guard-probe dlopen PATH...`, `guard-probe mmap|mprotect PATH`, `guard-probe anon`.
     pub probe: PathBuf,
 }
 

@@ -11,6 +11,7 @@
 //!
 //! Nothing here is a committed binary: every fixture is generated or built on demand.
 
+mod bench;
 mod built;
 mod cache;
 mod elf;
@@ -21,6 +22,7 @@ mod strip;
 mod synth;
 mod system;
 
+pub use bench::{bench_libraries, bench_library_name};
 pub use built::{ALL_BUILT, Built, build, emulated_output, expected_output};
 pub use elf::{Class, Endian};
 pub use guard::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT, GuardPrograms, guard_programs};

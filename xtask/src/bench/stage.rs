@@ -1,8 +1,10 @@
-//! What the bench VM boots into: the bench program as `/init`, the module, and the measured
-//! programs signed with the kernel test key (`/b/signed/`), with an IMA signature for each made
-//! by evmctl (`/b/ima-sig/`) and the key's certificate for the `.ima` keyring; their libraries
-//! and a signed `ld.so`; a tiny static program for the exec benchmark and a generated binary of
-//! over 128 MiB for the large one.
+//! What the bench VM boots into: the bench program as `/init`, the module and `elfsig-guard`,
+//! and the measured programs signed with the kernel test key (`/b/signed/`), with an IMA
+//! signature for each made by evmctl (`/b/ima-sig/`) and the key's certificate for the `.ima`
+//! keyring; their libraries and `ld.so`, signed; a tiny static program for the exec benchmark
+//! and a generated binary of over 128 MiB for the large one; for the libs suite, 50 small
+//! libraries, python3 with C extension modules and the standard library's sources it starts
+//! with.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,9 +15,10 @@ use super::native::COREUTILS;
 use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::TestKeys;
-use crate::paths;
 use crate::vm::cpio::Cpio;
 use crate::vm::initramfs::{Staged, read, shared_libraries, sign_all, system};
+use crate::vm::real;
+use crate::{paths, tools};
 use elfsig_guest::image;
 
 /// Programs the shell and application workloads use besides the coreutils table.
@@ -54,14 +57,34 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
     staged.push(Staged { guest_path: signed_path("hello"), bytes: hello, key });
     staged.push(Staged { guest_path: signed_path("large"), bytes: large_binary(), key });
     staged.push(Staged { guest_path: signed_path("elfsig-bench"), bytes: read(bench)?, key });
+    let mut cpio = Cpio::new();
+    // The mapping guard, and what the libs suite maps under it.
+    let mut program = |guest_path: String, host: &Path| -> Result {
+        libraries.extend(shared_libraries(host)?);
+        staged.push(Staged { guest_path, bytes: read(host)?, key });
+        Ok(())
+    };
+    program(image::GUARD.into(), &tools::build_guard()?)?;
+    program(signed_path("guard-probe"), &elfsig_fixtures::guard_programs(image::GUARD_RUNPATH)?.probe)?;
+    for (i, library) in elfsig_fixtures::bench_libraries(image::BENCH_LIBRARIES)?.iter().enumerate() {
+        program(signed_path(&elfsig_fixtures::bench_library_name(i)), library)?;
+    }
+    program(signed_path("python3"), &real::python()?)?;
+    for module in image::BENCH_PYTHON_EXTENSIONS {
+        program(signed_path(&image::python_extension_file(module)), &real::python_extension(module))?;
+    }
+    real::python_sources(&mut cpio)?;
     let ld_so = Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?;
     staged.push(Staged { guest_path: image::LD_SO.into(), bytes: read(&ld_so)?, key });
     libraries.sort();
     libraries.dedup();
+    // Signed, as every library must be under the mapping guard.
+    for library in &libraries {
+        staged.push(Staged { guest_path: library.clone(), bytes: read(Path::new(library))?, key });
+    }
 
     let dir = paths::target().join("bench/stage");
     let signed = sign_all(elfsig, &staged, &dir)?;
-    let mut cpio = Cpio::new();
     cpio.chardev("/dev/console", 5, 1);
     cpio.file("/init", 0o755, &read(bench)?);
     cpio.file(image::MODULE, 0o644, &read(ko)?);
@@ -77,9 +100,6 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
             let signature = ima_signature(&dir.join(format!("{i:02}")), &keys.kernel.key)?;
             cpio.file(&format!("{}/{name}.sig", image::BENCH_IMA_SIGNATURES), 0o644, &signature);
         }
-    }
-    for library in &libraries {
-        cpio.file(library, 0o755, &read(Path::new(library))?);
     }
     let path = paths::target().join("bench/initramfs.cpio");
     fs::write(&path, cpio.finish()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

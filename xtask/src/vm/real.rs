@@ -4,7 +4,7 @@
 //! data.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use elfsig_fixtures::Built;
 use elfsig_guest::image;
@@ -16,8 +16,6 @@ use crate::vm::initramfs::{Staged, read, shared_libraries, system};
 
 /// Where Debian's Python 3.11 keeps its standard library.
 const PYTHON_LIB: &str = "/usr/lib/python3.11";
-/// The `_ctypes` C extension.
-const CTYPES_EXTENSION: &str = "lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so";
 /// The pure-Python parts of the standard library that `python3 -S -c 'import ctypes'` reads
 /// (`sys.modules` after it, on Debian 12).
 const PYTHON_SOURCES: &[&str] = &[
@@ -47,12 +45,8 @@ pub fn add<'k>(staged: &mut Vec<Staged<'k>>, cpio: &mut Cpio, libraries: &mut Ve
         Ok(())
     };
     program(image::BASH, &system("bash")?)?;
-    let python = Path::new("/usr/bin/python3.11");
-    if !python.exists() {
-        return Err("/usr/bin/python3.11 is missing (Debian package python3.11-minimal)".into());
-    }
-    program(image::PYTHON, python)?;
-    let extension = Path::new(PYTHON_LIB).join(CTYPES_EXTENSION);
+    program(image::PYTHON, &python()?)?;
+    let extension = python_extension("_ctypes");
     program(&extension.display().to_string(), &extension)?;
     for (built, name) in [(Built::Go, "go"), (Built::Rust, "rust")] {
         // Go is optional, as in the host tests: without it the guest has no Go program to run.
@@ -69,10 +63,27 @@ pub fn add<'k>(staged: &mut Vec<Staged<'k>>, cpio: &mut Cpio, libraries: &mut Ve
             cpio.file(&format!("{}/{name}", image::EXPECTED), 0o644, expected);
         }
     }
-    for source in PYTHON_SOURCES {
-        add_sources(cpio, &Path::new(PYTHON_LIB).join(source))?;
+    python_sources(cpio)
+}
+
+/// Debian's Python 3.11.
+pub fn python() -> Result<PathBuf> {
+    let python = Path::new("/usr/bin/python3.11");
+    if python.exists() {
+        Ok(python.to_owned())
+    } else {
+        Err("/usr/bin/python3.11 is missing (Debian package python3.11-minimal)".into())
     }
-    Ok(())
+}
+
+/// Where Debian's Python keeps extension module `module` (see [`image::python_extension_file`]).
+pub fn python_extension(module: &str) -> PathBuf {
+    Path::new(PYTHON_LIB).join("lib-dynload").join(image::python_extension_file(module))
+}
+
+/// Puts the standard library's sources `python3 -S` needs (and `ctypes`) in `cpio`.
+pub fn python_sources(cpio: &mut Cpio) -> Result {
+    PYTHON_SOURCES.iter().try_for_each(|source| add_sources(cpio, &Path::new(PYTHON_LIB).join(source)))
 }
 
 /// `path` if it is a `.py` file, or every `.py` file under it (no tests, no bytecode).

@@ -1,7 +1,8 @@
 /*
  * Maps files the ways software does, for the mapping guard's tests; prints what happened and
  * exits 0 when it was allowed, 1 when refused, 2 on a usage or setup error.
- *   guard-probe dlopen PATH     dlopen(PATH, RTLD_NOW)
+ *   guard-probe dlopen PATH...  dlopen(PATH, RTLD_NOW) of each, in order (the libs benchmark
+ *                               opens 50)
  *   guard-probe mmap PATH       mmap(PROT_READ|PROT_EXEC) of PATH
  *   guard-probe mprotect PATH   mmap(PROT_READ) of PATH, then mprotect(PROT_READ|PROT_EXEC)
  *   guard-probe anon            anonymous memory mapped writable, then made executable
@@ -32,10 +33,12 @@ int main(int argc, char **argv)
 	void *addr;
 	int err;
 
-	if (argc == 3 && !strcmp(argv[1], "dlopen")) {
-		if (!dlopen(argv[2], RTLD_NOW)) {
-			printf("dlopen: refused: %s\n", dlerror());
-			return 1;
+	if (argc >= 3 && !strcmp(argv[1], "dlopen")) {
+		for (int i = 2; i < argc; i++) {
+			if (!dlopen(argv[i], RTLD_NOW)) {
+				printf("dlopen: refused: %s\n", dlerror());
+				return 1;
+			}
 		}
 		puts("dlopen: ok");
 		return 0;
@@ -65,6 +68,6 @@ int main(int argc, char **argv)
 		printf("anon: %s\n", err ? strerror(err) : "ok");
 		return err ? 1 : 0;
 	}
-	fputs("usage: guard-probe dlopen|mmap|mprotect PATH, or guard-probe anon\n", stderr);
+	fputs("usage: guard-probe dlopen PATH..., guard-probe mmap|mprotect PATH, or guard-probe anon\n", stderr);
 	return 2;
 }
