@@ -9,7 +9,7 @@ use std::time::Instant;
 use elfsig_guest::harness::Context;
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, exec_us, progress, totals};
+use crate::measure::{Effort, emit_totals, exec_us, progress, totals};
 
 /// 20 pipelines of four short commands; `$1` is the directory of the programs, `$2` is `cold`
 /// to flush the verdict cache before each pipeline.
@@ -70,11 +70,7 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     for run in effort.rounds(runs) {
         progress(&format!("apps run {}/{runs}", run + 1));
         let times = totals(&switch.interleave(run, 1, prepare, measure)?);
-        for config in Config::ALL {
-            for (case, ms) in CASES.iter().zip(&times[config.index()]) {
-                emit("apps", case, config.name(), run, *ms, "ms");
-            }
-        }
+        emit_totals("apps", &CASES, run, &times, "ms");
     }
     Ok(())
 }

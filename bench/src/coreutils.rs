@@ -2,8 +2,8 @@
 //! microseconds), with `--version` so that the program's own work is small and the same
 //! everywhere.
 
-use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, exec_loop, exec_us, progress, totals};
+use crate::config::Switch;
+use crate::measure::{Effort, emit, emit_totals, exec_loop, exec_us, progress, totals};
 
 /// The programs, in the published order.
 pub(crate) const PROGRAMS: [&str; 18] = [
@@ -29,11 +29,7 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
             },
             |config| PROGRAMS.iter().map(|program| exec_loop(config, program, &["--version"], per_slice)).collect(),
         )?);
-        for config in Config::ALL {
-            for (program, total) in PROGRAMS.iter().zip(&totals[config.index()]) {
-                emit("coreutils", program, config.name(), round, *total, "us");
-            }
-        }
+        emit_totals("coreutils", &PROGRAMS, round, &totals, "us");
     }
     Ok(())
 }

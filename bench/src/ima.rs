@@ -43,12 +43,12 @@ pub(crate) fn setup() -> Result<(), String> {
     let library = Config::Ima.program(&elfsig_fixtures::bench_library_name(0));
     let probe = Config::Ima.program("guard-probe");
     exec_ok_us(&probe, &["dlopen", &library]).map_err(|e| format!("IMA refuses a signed library: {e}"))?;
-    let unsigned = unsigned_copy("hello", "unsigned-check")?;
+    let unsigned = owned_copy("hello", "unsigned-check")?;
     match exec_us(&unsigned, &[]) {
         Err(e) if e.contains("Permission denied") => {}
         other => return Err(format!("IMA let an unsigned program run: {other:?}")),
     }
-    let unsigned = unsigned_copy(&elfsig_fixtures::bench_library_name(0), "unsigned-check.so")?;
+    let unsigned = owned_copy(&elfsig_fixtures::bench_library_name(0), "unsigned-check.so")?;
     let out = std::process::Command::new(&probe).args(["dlopen", &unsigned]).output().context("run the probe")?;
     if out.status.code() == Some(1) && out.stdout.starts_with(b"dlopen: refused") {
         Ok(())
@@ -57,22 +57,19 @@ pub(crate) fn setup() -> Result<(), String> {
     }
 }
 
-/// A copy of `/b/signed/<name>` as `/b/ima/<copy>`, owned by [`IMA_UID`], without an IMA
-/// signature.
-fn unsigned_copy(name: &str, copy: &str) -> Result<String, String> {
-    let to = format!("{}/{copy}", image::BENCH_IMA_COPIES);
-    std::fs::copy(format!("{}/{name}", image::BENCH_SIGNED), &to).context("copy")?;
-    std::os::unix::fs::chown(&to, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
-    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
-    Ok(to)
-}
-
 /// Copies `/b/signed/<name>` to `/b/ima/<name>`, owned by [`IMA_UID`], with `signature` in
 /// `security.ima`.
 pub(crate) fn copy_signed(name: &str, signature: &[u8]) -> Result<(), String> {
-    let (from, to) = (format!("{}/{name}", image::BENCH_SIGNED), format!("{}/{name}", image::BENCH_IMA_COPIES));
+    let to = owned_copy(name, name)?;
+    system::set_xattr(Path::new(&to), "security.ima", signature).context(&format!("set security.ima on {to}"))
+}
+
+/// Copies `/b/signed/<name>` to `/b/ima/<copy>`, owned by [`IMA_UID`], without an IMA
+/// signature; returns the copy's path.
+fn owned_copy(name: &str, copy: &str) -> Result<String, String> {
+    let (from, to) = (format!("{}/{name}", image::BENCH_SIGNED), format!("{}/{copy}", image::BENCH_IMA_COPIES));
     std::fs::copy(&from, &to).context(&format!("copy {from}"))?;
     std::os::unix::fs::chown(&to, Some(IMA_UID), Some(IMA_UID)).context("chown")?;
     std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
-    system::set_xattr(Path::new(&to), "security.ima", signature).context(&format!("set security.ima on {to}"))
+    Ok(to)
 }

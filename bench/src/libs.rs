@@ -8,7 +8,7 @@
 use elfsig_guest::image;
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, exec_ok_us, progress, totals};
+use crate::measure::{Effort, emit, emit_totals, exec_ok_us, progress, totals};
 
 /// The cases, in the order [`measure`] runs them.
 const CASES: [&str; 2] = ["dlopen-50-libraries", "python-12-extensions"];
@@ -57,17 +57,14 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     }
     for round in effort.rounds(rounds) {
         progress(&format!("libs round {}/{rounds}", round + 1));
-        let totals = totals(&switch.interleave(
+        let slices = switch.interleave(
             round,
             slices,
             |config| measure(config, 1).map(drop),
             |config| measure(config, per_slice),
-        )?);
-        for config in Config::ALL {
-            for (case, total) in CASES.iter().zip(&totals[config.index()]) {
-                emit("libs", case, config.name(), round, *total, "us");
-            }
-        }
+        )?;
+        let totals = totals(&slices);
+        emit_totals("libs", &CASES, round, &totals, "us");
     }
     Ok(())
 }

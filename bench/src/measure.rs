@@ -53,6 +53,15 @@ pub(crate) fn totals(slices: &[[Vec<f64>; 4]]) -> [Vec<f64>; 4] {
     totals
 }
 
+/// Records a round's [`totals`]: one measurement per configuration and case.
+pub(crate) fn emit_totals(suite: &str, cases: &[&str], round: usize, totals: &[Vec<f64>; 4], unit: &str) {
+    for config in Config::ALL {
+        for (case, total) in cases.iter().zip(&totals[config.index()]) {
+            emit(suite, case, config.name(), round, *total, unit);
+        }
+    }
+}
+
 /// Records one measurement.
 pub(crate) fn emit(suite: &str, case: &str, config: &str, run: usize, value: f64, unit: &str) {
     println!("{}{suite},{case},{config},{run},{value:.3},{unit}", image::BENCH_MEASUREMENT);

@@ -6,12 +6,12 @@ use crate::{Result, bench, flags, fuzz, keys, nopanic, paths, stress, tools, vm}
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
+    deps::ensure(GUARD_PACKAGES)?;
     if options.vm_only {
         return vm_suite();
     }
     let root = paths::root();
     deps::ensure(TEST_PACKAGES)?;
-    deps::ensure(GUARD_PACKAGES)?;
     Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
     Cmd::new("cargo")
         .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
@@ -32,7 +32,6 @@ pub fn run(options: &flags::Test) -> Result {
 /// The kernel module's end-to-end suite in a VM.
 fn vm_suite() -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
-    deps::ensure(GUARD_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
     vm::test_suite(&keys)
 }

@@ -304,9 +304,15 @@ fn policy_cases(suite: &mut Suite<'_>) {
     });
     suite.case("key_added_to_the_secondary_keyring_is_trusted_until_removed", || {
         refused(HELLO_ADDED_KEY)?;
+        runs(image::HELLO, &[], Some(HELLO))?;
         let secondary = keyring(".secondary_trusted_keys")?;
         let key = system::add_key("asymmetric", "", &read(ADDED_CERT)?, secondary).context("add the key")?;
-        let result = runs(HELLO_ADDED_KEY, &[], Some(HELLO));
+        // Only revocations flush the cache (through the guard's key hook): a cached verdict
+        // stands.
+        let before = stats()?;
+        let cached = runs(image::HELLO, &[], Some(HELLO))
+            .and_then(|()| counters_grew(&before, &stats()?, &[("cache_hits", 2), ("cache_misses", 0)]));
+        let result = cached.and_then(|()| runs(HELLO_ADDED_KEY, &[], Some(HELLO)));
         system::unlink_key(key, secondary).context("remove the key")?;
         result?;
         // Removing a key takes effect for cached verdicts at the next flush (kmod/README.md).

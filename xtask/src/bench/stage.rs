@@ -16,7 +16,7 @@ use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::TestKeys;
 use crate::vm::cpio::Cpio;
-use crate::vm::initramfs::{Staged, read, shared_libraries, sign_all, system};
+use crate::vm::initramfs::{Staged, read, sign_all, stage_libraries, stage_program, system};
 use crate::vm::real;
 use crate::{paths, tools};
 use elfsig_guest::image;
@@ -45,43 +45,45 @@ fn large_binary() -> Vec<u8> {
 /// Writes the bench initramfs and returns its path.
 pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Result<PathBuf> {
     let mut staged: Vec<Staged<'_>> = Vec::new();
-    let key = Some(&keys.kernel);
+    let kernel = &keys.kernel;
+    let key = Some(kernel);
     let mut libraries = Vec::new();
+    let signed_path = |name: &str| format!("{}/{name}", image::BENCH_SIGNED);
     for name in COREUTILS.iter().chain(&WORKLOAD_PROGRAMS) {
-        let path = system(name)?;
-        libraries.extend(shared_libraries(&path)?);
-        staged.push(Staged { guest_path: format!("{}/{name}", image::BENCH_SIGNED), bytes: read(&path)?, key });
+        stage_program(&mut staged, &mut libraries, signed_path(name), &system(name)?, kernel)?;
     }
     let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
-    let signed_path = |name: &str| format!("{}/{name}", image::BENCH_SIGNED);
     staged.push(Staged { guest_path: signed_path("hello"), bytes: hello, key });
     staged.push(Staged { guest_path: signed_path("large"), bytes: large_binary(), key });
     staged.push(Staged { guest_path: signed_path("elfsig-bench"), bytes: read(bench)?, key });
     let mut cpio = Cpio::new();
     // The mapping guard, and what the libs suite maps under it.
-    let mut program = |guest_path: String, host: &Path| -> Result {
-        libraries.extend(shared_libraries(host)?);
-        staged.push(Staged { guest_path, bytes: read(host)?, key });
-        Ok(())
-    };
-    program(image::GUARD.into(), &tools::build_guard()?)?;
-    program(signed_path("guard-probe"), &elfsig_fixtures::guard_programs(image::GUARD_RUNPATH)?.probe)?;
+    stage_program(&mut staged, &mut libraries, image::GUARD.into(), &tools::build_guard()?, kernel)?;
+    let probe = elfsig_fixtures::guard_programs(image::GUARD_RUNPATH)?.probe;
+    stage_program(&mut staged, &mut libraries, signed_path("guard-probe"), &probe, kernel)?;
     for (i, library) in elfsig_fixtures::bench_libraries(image::BENCH_LIBRARIES)?.iter().enumerate() {
-        program(signed_path(&elfsig_fixtures::bench_library_name(i)), library)?;
+        stage_program(
+            &mut staged,
+            &mut libraries,
+            signed_path(&elfsig_fixtures::bench_library_name(i)),
+            library,
+            kernel,
+        )?;
     }
-    program(signed_path("python3"), &real::python()?)?;
+    stage_program(&mut staged, &mut libraries, signed_path("python3"), &real::python()?, kernel)?;
     for module in image::BENCH_PYTHON_EXTENSIONS {
-        program(signed_path(&image::python_extension_file(module)), &real::python_extension(module))?;
+        stage_program(
+            &mut staged,
+            &mut libraries,
+            signed_path(&image::python_extension_file(module)),
+            &real::python_extension(module),
+            kernel,
+        )?;
     }
     real::python_sources(&mut cpio)?;
     let ld_so = Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?;
     staged.push(Staged { guest_path: image::LD_SO.into(), bytes: read(&ld_so)?, key });
-    libraries.sort();
-    libraries.dedup();
-    // Signed, as every library must be under the mapping guard.
-    for library in &libraries {
-        staged.push(Staged { guest_path: library.clone(), bytes: read(Path::new(library))?, key });
-    }
+    stage_libraries(&mut staged, libraries, kernel)?;
 
     let dir = paths::target().join("bench/stage");
     let signed = sign_all(elfsig, &staged, &dir)?;

@@ -89,9 +89,7 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     ]);
     let mut libraries = Vec::new();
     for name in COREUTILS {
-        let path = system(name)?;
-        libraries.extend(shared_libraries(&path)?);
-        staged.push(stage(&format!("{}/{name}", image::SIGNED), &read(&path)?, Some(&keys.kernel)));
+        stage_program(&mut staged, &mut libraries, format!("{}/{name}", image::SIGNED), &system(name)?, &keys.kernel)?;
     }
     libraries.extend(shared_libraries(&elfsig_fixtures::build(Built::CDynamic)?)?);
     staged.push(stage(image::ELFSIG, &stripped(elfsig)?, Some(&keys.kernel)));
@@ -101,12 +99,7 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     libraries.extend(shared_libraries(&elfsig_guard)?);
     libraries.extend(shared_libraries(&guard.probe)?);
     crate::vm::real::add(&mut staged, &mut cpio, &mut libraries, &keys.kernel)?;
-    libraries.sort();
-    libraries.dedup();
-    // Signed, as every library must be once the mapping guard is on.
-    for library in &libraries {
-        staged.push(stage(library, &read(Path::new(library))?, Some(&keys.kernel)));
-    }
+    stage_libraries(&mut staged, libraries, &keys.kernel)?;
 
     let signed = sign_all(elfsig, &staged, &paths::target().join("vm/stage"))?;
     for (file, bytes) in staged.iter().zip(&signed) {
@@ -222,6 +215,32 @@ fn sign_description(description: &str, key: &KeyPair) -> Result<Vec<u8>> {
         .arg("-inkey")
         .arg(&key.key)
         .read_bytes()
+}
+
+/// Stages `host` at `guest_path`, signed with `key`, and adds the shared libraries it loads to
+/// `libraries`.
+pub fn stage_program<'k>(
+    staged: &mut Vec<Staged<'k>>,
+    libraries: &mut Vec<String>,
+    guest_path: String,
+    host: &Path,
+    key: &'k KeyPair,
+) -> Result {
+    libraries.extend(shared_libraries(host)?);
+    staged.push(Staged { guest_path, bytes: read(host)?, key: Some(key) });
+    Ok(())
+}
+
+/// Stages each of `libraries` once, at its own path, signed with `key`, as every library must
+/// be under the mapping guard.
+pub fn stage_libraries<'k>(staged: &mut Vec<Staged<'k>>, mut libraries: Vec<String>, key: &'k KeyPair) -> Result {
+    libraries.sort();
+    libraries.dedup();
+    for library in libraries {
+        let bytes = read(Path::new(&library))?;
+        staged.push(Staged { guest_path: library, bytes, key: Some(key) });
+    }
+    Ok(())
 }
 
 /// The shared libraries `program` loads, as the paths `ldd` prints (also their paths in the

@@ -12,7 +12,7 @@ use elfsig_guest::image;
 use crate::Result;
 use crate::keys::KeyPair;
 use crate::vm::cpio::Cpio;
-use crate::vm::initramfs::{Staged, read, shared_libraries, system};
+use crate::vm::initramfs::{Staged, read, stage_program, system};
 
 /// Where Debian's Python 3.11 keeps its standard library.
 const PYTHON_LIB: &str = "/usr/lib/python3.11";
@@ -39,11 +39,7 @@ const PYTHON_SOURCES: &[&str] = &[
 /// shared libraries everything needs to `libraries`. Fixture programs print a known line, which
 /// goes to [`image::EXPECTED`].
 pub fn add<'k>(staged: &mut Vec<Staged<'k>>, cpio: &mut Cpio, libraries: &mut Vec<String>, key: &'k KeyPair) -> Result {
-    let mut program = |guest_path: &str, host: &Path| -> Result {
-        libraries.extend(shared_libraries(host)?);
-        staged.push(Staged { guest_path: guest_path.to_owned(), bytes: read(host)?, key: Some(key) });
-        Ok(())
-    };
+    let mut program = |guest_path: &str, host: &Path| stage_program(staged, libraries, guest_path.into(), host, key);
     program(image::BASH, &system("bash")?)?;
     program(image::PYTHON, &python()?)?;
     let extension = python_extension("_ctypes");

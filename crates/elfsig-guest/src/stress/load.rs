@@ -303,12 +303,11 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
     let held = tracked.map(Tracked::load);
     let before = shared.unenforced.load(Ordering::SeqCst);
     let started = Instant::now();
-    let library = library();
     let result = match which {
         Slot::Interp => Exec::run(&path, faults, &contents.interp_output),
         Slot::Dlopen => {
             let good_output = [GUARD_LIBRARY_LOADED, b"dlopen: ok\n"].concat();
-            Exec::run_library(&path, &["dlopen", &library], faults, &good_output, GUARD_LIBRARY_LOADED)
+            Exec::run_library(&path, &["dlopen", &library()], faults, &good_output, GUARD_LIBRARY_LOADED)
         }
         Slot::Needed => Exec::run_library(&path, &[], faults, GUARD_USER_OUTPUT, GUARD_LIBRARY_LOADED),
         _ => Exec::run(&path, faults, image::HELLO_OUTPUT),
