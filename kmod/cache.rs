@@ -190,6 +190,16 @@ impl Cache {
         self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// How many entries hold a verdict of the current epoch (some may be for files changed
+    /// since, which will not hit).
+    pub(crate) fn used(&self) -> usize {
+        let epoch = self.epoch();
+        // Not `count()`, whose `+ 1` brings a panic on overflow into the module.
+        self.slots.iter().fold(0, |n: usize, slot| {
+            n.saturating_add(usize::from(slot.epoch.load(Ordering::Relaxed) == epoch))
+        })
+    }
+
     /// The set a file belongs in.
     fn set_index(id: &FileId) -> usize {
         // Mix the identity so that neighbouring inode numbers spread over the sets.

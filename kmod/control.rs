@@ -137,6 +137,7 @@ fn write_lock(word: &[u8]) -> Result {
 
 fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
     STATE.stats.snapshot().write_to(out)?;
+    writeln!(out, "cache_used {}", STATE.cache.used())?;
     let active = STATE.guard.status() == Status::Active;
     writeln!(out, "mmap_guard_active {}", u8::from(active))
 }

@@ -1,46 +1,13 @@
-//! The module's control files this program uses: `guard` (its state; where the links are
-//! handed over), `mode`, and the kernel's list of active LSMs.
+//! What this program asks of the module's control files (through `elfsig-control`, their one
+//! definition in user space) and of the kernel's list of active LSMs.
 
-use std::path::PathBuf;
+use elfsig_control::{Control, Guard, Mode};
 
-const DIR: &str = "/sys/kernel/security/elfsig";
 const LSM: &str = "/sys/kernel/security/lsm";
 
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(DIR).join(name)
-}
-
-/// The guard's state, as the `guard` control file names it (see kmod/README.md).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    /// `unavailable: <why>`
-    Unavailable(String),
-    /// `detached`
-    Detached,
-    /// `attached`
-    Attached,
-    /// `active`
-    Active,
-}
-
-/// The guard's state, and the control file's line as the module wrote it.
-pub(crate) fn status() -> Result<(Status, String), String> {
-    let file = path("guard");
-    let text = std::fs::read_to_string(&file).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("the elfsig module is not loaded (no {})", file.display()),
-        _ => format!("cannot read {}: {e}", file.display()),
-    })?;
-    let line = text.trim_end().to_owned();
-    let status = match line.as_str() {
-        "detached" => Status::Detached,
-        "attached" => Status::Attached,
-        "active" => Status::Active,
-        _ => match line.strip_prefix("unavailable: ") {
-            Some(why) => Status::Unavailable(why.to_owned()),
-            None => return Err(format!("{} says {line:?}, which this elfsig-guard does not know", file.display())),
-        },
-    };
-    Ok((status, line))
+/// The guard's state.
+pub(crate) fn status() -> Result<Guard, String> {
+    Control::system().guard().map_err(|e| e.to_string())
 }
 
 /// Refuses when `bpf` is not among the kernel's active LSMs: attaching would succeed and the
@@ -59,15 +26,10 @@ pub(crate) fn check_bpf_lsm_active() -> Result<(), String> {
 
 /// Hands the links behind `fds` (this process's descriptors) to the module.
 pub(crate) fn hand_over(fds: &[i32]) -> Result<(), String> {
-    let words: Vec<String> = fds.iter().map(i32::to_string).collect();
-    let file = path("guard");
-    std::fs::write(&file, format!("attach {}\n", words.join(" ")))
-        .map_err(|e| format!("the module refused the guard's links ({}): {e}", file.display()))
+    Control::system().attach_guard(fds).map_err(|e| format!("the module refused the guard's links: {e}"))
 }
 
 /// Whether the module enforces.
 pub(crate) fn enforcing() -> Result<bool, String> {
-    let file = path("mode");
-    let mode = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    Ok(mode.trim_end() == "enforce")
+    Ok(Control::system().mode().map_err(|e| e.to_string())? == Mode::Enforce)
 }

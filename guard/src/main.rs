@@ -13,6 +13,7 @@ mod control;
 use std::os::fd::{AsFd, AsRawFd};
 use std::process::ExitCode;
 
+use elfsig_control::Guard;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
 mod skel {
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] => attach(),
-        ["status"] => control::status().map(|(_, line)| println!("{line}")),
+        ["status"] => control::status().map(|guard| println!("{guard}")),
         ["-h" | "--help"] => {
             println!("{USAGE}");
             Ok(())
@@ -50,18 +51,18 @@ fn main() -> ExitCode {
 
 /// Attaches the programs, hands them to the module, and checks with the canary.
 fn attach() -> Result<(), String> {
-    match control::status()?.0 {
-        control::Status::Active => {
+    match control::status()? {
+        Guard::Active => {
             println!("elfsig-guard: the mapping guard is active already");
             return Ok(());
         }
-        control::Status::Unavailable(why) => return Err(format!("the kernel cannot run the mapping guard: {why}")),
-        control::Status::Attached => {
+        Guard::Unavailable(why) => return Err(format!("the kernel cannot run the mapping guard: {why}")),
+        Guard::Attached => {
             return Err("the module holds guard programs that never ran: is bpf among the active LSMs? \
                         (write `release` to the guard control file to drop them)"
                 .into());
         }
-        control::Status::Detached => {}
+        Guard::Detached => {}
     }
     control::check_bpf_lsm_active()?;
 
@@ -92,12 +93,12 @@ fn attach() -> Result<(), String> {
         return Err("the canary (an unsigned file mapped executable) was allowed: the guard does not work".into());
     }
     match control::status()? {
-        (control::Status::Active, _) => {
+        Guard::Active => {
             println!("elfsig-guard: the mapping guard is active");
             Ok(())
         }
-        (_, line) => Err(format!(
-            "the guard is attached but the module never saw it run ({line}): is bpf among the active LSMs?"
+        other => Err(format!(
+            "the guard is attached but the module never saw it run ({other}): is bpf among the active LSMs?"
         )),
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Sign ELF binaries so that the elfsig kernel module lets them run.
 ///
@@ -31,6 +31,58 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Remove the signature, restoring the original file byte for byte.
     Remove(RemoveArgs),
+    /// Show the kernel module's state: mode, lock, loader policy, mapping guard, trusted keys,
+    /// counters and cache.
+    Status(StatusArgs),
+    /// Show the module's mode, or set it (root): enforce refuses, permissive logs and allows.
+    Mode(ModeArgs),
+    /// Show or set (root) whether running the dynamic loader directly (`ld.so ./program`) is
+    /// refused.
+    Loader(LoaderArgs),
+    /// Empty the module's verdict cache (root), after removing a key from a trusted keyring.
+    Flush,
+}
+
+/// `elfsig status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// One JSON object (schema in kmod/README.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `elfsig mode`.
+#[derive(Debug, Args)]
+pub struct ModeArgs {
+    /// The mode to set; without it, the mode is shown. Permissive is refused while locked.
+    #[arg(value_enum)]
+    pub mode: Option<ModeArg>,
+}
+
+/// A mode, as the command line names it.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    /// Refuse (EACCES) what does not verify.
+    Enforce,
+    /// Log and count what would be refused, and allow it.
+    Permissive,
+}
+
+/// `elfsig loader`.
+#[derive(Debug, Args)]
+pub struct LoaderArgs {
+    /// The policy to set; without it, the policy is shown. Allow is refused while locked.
+    #[arg(value_enum)]
+    pub policy: Option<LoaderArg>,
+}
+
+/// A loader policy, as the command line names it.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LoaderArg {
+    /// Let the loader run programs directly; the mapping guard checks what it maps.
+    Allow,
+    /// Refuse running the loader directly.
+    Deny,
 }
 
 /// `elfsig keygen`.

@@ -3,5 +3,7 @@
 pub mod inspect;
 pub mod keygen;
 pub mod remove;
+pub mod settings;
 pub mod sign;
+pub mod status;
 pub mod verify;

@@ -87,6 +87,13 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The kernel module's control files: not loaded, not root, locked, ...
+impl From<elfsig_control::Error> for Error {
+    fn from(error: elfsig_control::Error) -> Self {
+        Error::Msg(error.to_string())
+    }
+}
+
 /// A file or signature that cannot be parsed. Where a read may have failed,
 /// [`crate::elf_file::OpenFile::core_error`] names the file instead.
 impl From<elfsig_core::Error> for Error {

@@ -27,6 +27,10 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Verify(args) => commands::verify::run(args, cli.quiet),
         Command::Inspect(args) => commands::inspect::run(args, cli.quiet),
         Command::Remove(args) => commands::remove::run(args, cli.quiet),
+        Command::Status(args) => commands::status::run(args),
+        Command::Mode(args) => commands::settings::mode(args, cli.quiet),
+        Command::Loader(args) => commands::settings::loader(args, cli.quiet),
+        Command::Flush => commands::settings::flush(cli.quiet),
     };
     match result {
         Ok(code) => code,

@@ -95,6 +95,7 @@ pub(crate) fn run_all() -> bool {
     interpreter_cases(&mut suite);
     loader_cases(&mut suite);
     mapping::cases(&mut suite);
+    crate::admin::cases(&mut suite);
     policy_cases(&mut suite);
     lifecycle_cases(&mut suite);
     suite.run("elfsig: the kernel module's end-to-end cases")
@@ -568,6 +569,7 @@ fn lifecycle_cases(suite: &mut Suite<'_>) {
         load("lock=1 deny_loader=1")?;
         mapping::attach_alone()?;
         locked_checks()?;
+        crate::admin::refused_while_locked()?;
         // Locking again is not an error; unlocking is.
         write_control("lock", "1").context("lock again")?;
         let unlock = write_control("lock", "0");

@@ -101,15 +101,9 @@ pub fn refused(path: &str) -> Outcome {
 /// The module's counters.
 pub type Stats = BTreeMap<String, u64>;
 
-/// Reads `/sys/kernel/security/elfsig/stats`.
+/// Reads the module's `stats` (as `elfsig status` does, through elfsig-control).
 pub fn stats() -> Result<Stats, String> {
-    let text = std::fs::read_to_string(control("stats")).context("read stats")?;
-    text.lines()
-        .map(|line| {
-            let (name, value) = line.split_once(' ').ok_or_else(|| format!("bad stats line {line:?}"))?;
-            Ok((name.to_owned(), value.parse().map_err(|_| format!("bad stats value {line:?}"))?))
-        })
-        .collect()
+    elfsig_control::Control::system().stats().map(elfsig_control::Stats::into_map).map_err(|e| e.to_string())
 }
 
 /// How much counter `name` grew between two readings.
@@ -158,7 +152,7 @@ pub fn unload_when_idle(name: &str) -> Outcome {
 
 /// Path of a control file.
 pub fn control(name: &str) -> String {
-    format!("/sys/kernel/security/elfsig/{name}")
+    format!("{}/{name}", elfsig_control::DEFAULT_DIR)
 }
 
 /// Writes a control file.

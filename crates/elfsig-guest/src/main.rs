@@ -1,6 +1,7 @@
 //! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|nobpf|stress|probe`)
 //! and reports it in KTAP on the serial console, which `cargo xtask test` parses.
 
+mod admin;
 mod cases;
 mod mapping;
 mod stress;

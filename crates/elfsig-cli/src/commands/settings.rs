@@ -1,0 +1,59 @@
+//! `elfsig mode`, `elfsig loader` and `elfsig flush`: thin clients of the module's control
+//! files (`elfsig-control`). Without an argument, `mode` and `loader` show the setting.
+
+use std::process::ExitCode;
+
+use elfsig_control::{Control, Loader, Mode};
+
+use crate::cli::{LoaderArg, LoaderArgs, ModeArg, ModeArgs};
+use crate::error::Error;
+
+/// Sets a setting when one is given, then shows it (unless `quiet` after setting it).
+fn set_then_show<T>(
+    wanted: Option<T>,
+    set: impl FnOnce(T) -> Result<(), elfsig_control::Error>,
+    show: impl FnOnce() -> Result<String, elfsig_control::Error>,
+    quiet: bool,
+) -> Result<ExitCode, Error> {
+    let setting = wanted.is_some();
+    if let Some(wanted) = wanted {
+        set(wanted)?;
+    }
+    if !(setting && quiet) {
+        println!("{}", show()?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `elfsig mode [enforce|permissive]`.
+pub fn mode(args: &ModeArgs, quiet: bool) -> Result<ExitCode, Error> {
+    let control = Control::system();
+    let wanted = args.mode.map(|mode| match mode {
+        ModeArg::Enforce => Mode::Enforce,
+        ModeArg::Permissive => Mode::Permissive,
+    });
+    let show = || {
+        let locked = if control.locked()? { " (locked until reboot)" } else { "" };
+        Ok(format!("{}{locked}", control.mode()?))
+    };
+    set_then_show(wanted, |mode| control.set_mode(mode), show, quiet)
+}
+
+/// `elfsig loader [allow|deny]`.
+pub fn loader(args: &LoaderArgs, quiet: bool) -> Result<ExitCode, Error> {
+    let control = Control::system();
+    let wanted = args.policy.map(|policy| match policy {
+        LoaderArg::Allow => Loader::Allow,
+        LoaderArg::Deny => Loader::Deny,
+    });
+    set_then_show(wanted, |policy| control.set_loader(policy), || Ok(control.loader()?.to_string()), quiet)
+}
+
+/// `elfsig flush`.
+pub fn flush(quiet: bool) -> Result<ExitCode, Error> {
+    Control::system().flush()?;
+    if !quiet {
+        eprintln!("elfsig: the verdict cache is empty; every file is verified again at its next use");
+    }
+    Ok(ExitCode::SUCCESS)
+}

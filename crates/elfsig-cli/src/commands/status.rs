@@ -1,0 +1,223 @@
+//! `elfsig status`: what the kernel module is doing, read from its control files
+//! (`elfsig-control`) and the kernel's keyrings. Text for people, `--json` for scripts (schema
+//! in kmod/README.md). Exit status 0 when the module is loaded, 1 when it is not or its state
+//! cannot be read.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use elfsig_control::keys::{self, Keyring};
+use elfsig_control::{Control, Guard, Stats};
+use elfsig_core::Reason;
+use serde::Serialize;
+
+use crate::cli::StatusArgs;
+use crate::error::Error;
+
+/// The JSON schema's version; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+struct Report {
+    schema: u32,
+    control_dir: String,
+    loaded: bool,
+    #[serde(flatten)]
+    state: Option<State>,
+}
+
+#[derive(Debug, Serialize)]
+struct State {
+    mode: &'static str,
+    locked: bool,
+    loader: &'static str,
+    mapping_guard: GuardReport,
+    keyrings: Vec<KeyringReport>,
+    /// Why the keyrings could not be listed, if they could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keyrings_error: Option<String>,
+    /// Keys (`bin:` digests and others) in `.blacklist`, when it can be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revocations: Option<usize>,
+    execs: Counts,
+    mappings: Counts,
+    /// Refusals (and permissive would-be refusals) by reason, execs and mappings alike.
+    refusals: BTreeMap<&'static str, u64>,
+    cache: Cache,
+    /// Every counter of `stats`, by its name there.
+    counters: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct GuardReport {
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct KeyringReport {
+    name: String,
+    keys: Vec<KeyReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct KeyReport {
+    subject: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Counts {
+    checked: u64,
+    allowed: u64,
+    denied: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Cache {
+    entries: u64,
+    used: u64,
+    hits: u64,
+    misses: u64,
+}
+
+/// Runs the command.
+pub fn run(args: &StatusArgs) -> Result<ExitCode, Error> {
+    let control = Control::system();
+    let loaded = control.loaded();
+    let report = Report {
+        schema: SCHEMA_VERSION,
+        control_dir: control.dir().display().to_string(),
+        loaded,
+        state: if loaded { Some(state(&control)?) } else { None },
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report).map_err(|e| Error::msg(e.to_string()))?);
+    } else {
+        print!("{}", text(&report));
+    }
+    if !loaded {
+        // Why, in the words the other commands use.
+        if let Err(e) = control.mode() {
+            eprintln!("elfsig: {e}");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn state(control: &Control) -> Result<State, Error> {
+    let stats = control.stats()?;
+    let guard = control.guard()?;
+    let (keyrings, keyrings_error) = match keys::keyrings(&keys::TRUSTED) {
+        Ok(found) => (found, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let revocations = keys::keyrings(&[keys::REVOCATIONS]).ok().and_then(|r| r.first().map(|k| k.keys.len()));
+    let counts = |prefix: &str| Counts {
+        checked: stats.get(&format!("{prefix}checked")),
+        allowed: stats.get(&format!("{prefix}allowed")),
+        denied: stats.get(&format!("{prefix}denied")),
+    };
+    Ok(State {
+        mode: control.mode()?.word(),
+        locked: control.locked()?,
+        loader: control.loader()?.word(),
+        mapping_guard: GuardReport {
+            state: guard.word(),
+            why: match &guard {
+                Guard::Unavailable(why) => Some(why.clone()),
+                _ => None,
+            },
+        },
+        keyrings: keyrings.iter().map(keyring_report).collect(),
+        keyrings_error,
+        revocations,
+        execs: counts(""),
+        mappings: counts("mmap_"),
+        refusals: Reason::ALL.iter().map(|r| (r.name(), stats.get(r.name()))).filter(|(_, n)| *n > 0).collect(),
+        cache: cache(&stats),
+        counters: stats.into_map(),
+    })
+}
+
+fn keyring_report(keyring: &Keyring) -> KeyringReport {
+    KeyringReport {
+        name: keyring.name.clone(),
+        keys: keyring
+            .keys
+            .iter()
+            .map(|key| match key.subject_and_id() {
+                Some((subject, id)) => {
+                    KeyReport { subject: subject.to_owned(), key_id: Some(id.to_owned()), kind: key.kind.clone() }
+                }
+                None => KeyReport { subject: key.description.clone(), key_id: None, kind: key.kind.clone() },
+            })
+            .collect(),
+    }
+}
+
+fn cache(stats: &Stats) -> Cache {
+    Cache {
+        entries: stats.get("cache_entries"),
+        used: stats.get("cache_used"),
+        hits: stats.get("cache_hits"),
+        misses: stats.get("cache_misses"),
+    }
+}
+
+/// The report for people.
+fn text(report: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| out.push_str(&format!("{label:<15} {value}\n"));
+    let Some(state) = &report.state else {
+        line("module:", format!("not loaded (no {})", report.control_dir));
+        return out;
+    };
+    line("module:", format!("loaded ({})", report.control_dir));
+    let locked = if state.locked { ", locked until reboot" } else { "" };
+    line("mode:", format!("{}{locked}", state.mode));
+    line("loader:", state.loader.to_owned());
+    let guard = match (&state.mapping_guard.why, state.mapping_guard.state) {
+        (Some(why), word) => format!("{word}: {why}"),
+        (None, "active") => "active: executable file mappings are checked".to_owned(),
+        (None, "attached") => "attached, never seen running: is bpf among the active LSMs?".to_owned(),
+        (None, word) => format!("{word}: only execs are checked (run elfsig-guard)"),
+    };
+    line("mapping guard:", guard);
+    let mut keys: Vec<String> = Vec::new();
+    for keyring in &state.keyrings {
+        for key in &keyring.keys {
+            let id = key.key_id.as_ref().map(|id| format!(" (key id {id})")).unwrap_or_default();
+            keys.push(format!("{}: {}{id}", keyring.name, key.subject));
+        }
+    }
+    match (&state.keyrings_error, keys.is_empty()) {
+        (Some(e), _) => line("trusted keys:", format!("cannot list: {e}")),
+        (None, true) => line("trusted keys:", "none visible to this user (root sees them all)".to_owned()),
+        (None, false) => {
+            line("trusted keys:", keys.remove(0));
+            for key in keys {
+                line("", key);
+            }
+        }
+    }
+    if let Some(n) = state.revocations {
+        line("revocations:", format!("{n} in .blacklist"));
+    }
+    let counts = |c: &Counts| format!("{} checked, {} allowed, {} denied", c.checked, c.allowed, c.denied);
+    line("execs:", counts(&state.execs));
+    line("mappings:", counts(&state.mappings));
+    let refusals: Vec<String> = Reason::ALL
+        .iter()
+        .filter_map(|reason| state.refusals.get(reason.name()).map(|n| format!("{} {n}", reason.name())))
+        .collect();
+    line("refusals:", if refusals.is_empty() { "none".to_owned() } else { refusals.join(", ") });
+    let c = &state.cache;
+    line("cache:", format!("{} of {} entries used, {} hits, {} misses", c.used, c.entries, c.hits, c.misses));
+    out
+}

@@ -1,0 +1,108 @@
+//! The settings, in the words the control files use.
+
+use std::fmt;
+
+/// `mode`: whether refusals are enforced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `enforce`: refusals fail with EACCES.
+    Enforce,
+    /// `permissive`: would-be refusals are logged and counted, and allowed.
+    Permissive,
+}
+
+impl Mode {
+    /// The control file's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Permissive => "permissive",
+        }
+    }
+
+    /// The mode a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [Mode::Enforce, Mode::Permissive].into_iter().find(|m| m.word() == word)
+    }
+}
+
+/// `loader`: whether running the dynamic loader directly (`ld.so ./program`) is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loader {
+    /// `allow` (the default): the mapping guard checks what the loader maps.
+    Allow,
+    /// `deny`: such runs are refused outright.
+    Deny,
+}
+
+impl Loader {
+    /// The control file's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Loader::Allow => "allow",
+            Loader::Deny => "deny",
+        }
+    }
+
+    /// The policy a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [Loader::Allow, Loader::Deny].into_iter().find(|l| l.word() == word)
+    }
+}
+
+/// `guard`: the mapping guard's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// `active`: attached and seen running; executable mappings are checked.
+    Active,
+    /// `attached`: the module holds the programs but has never seen them run (is `bpf` among
+    /// the active LSMs?).
+    Attached,
+    /// `detached`: no programs; only execs are checked.
+    Detached,
+    /// `unavailable: <why>`: the kernel cannot run the guard.
+    Unavailable(String),
+}
+
+impl Guard {
+    /// The state a line of the control file names.
+    pub fn parse(line: &str) -> Option<Self> {
+        match line {
+            "active" => Some(Guard::Active),
+            "attached" => Some(Guard::Attached),
+            "detached" => Some(Guard::Detached),
+            _ => line.strip_prefix("unavailable: ").map(|why| Guard::Unavailable(why.to_owned())),
+        }
+    }
+
+    /// The control file's first word.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Guard::Active => "active",
+            Guard::Attached => "attached",
+            Guard::Detached => "detached",
+            Guard::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+impl fmt::Display for Loader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+impl fmt::Display for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Guard::Unavailable(why) => write!(f, "unavailable: {why}"),
+            other => f.write_str(other.word()),
+        }
+    }
+}
