@@ -6,6 +6,7 @@
 //! code above them reads like ordinary Rust. Resources the shim sets up are tokens whose `Drop`
 //! undoes them, so that a failed module init unwinds in order.
 
+pub(crate) mod audit;
 pub(crate) mod binfmt;
 pub(crate) mod crypto;
 pub(crate) mod exec_end;

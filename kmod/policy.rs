@@ -11,10 +11,10 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 
 use crate::cache::{Cache, Entry};
-use crate::elfsig_core::Reason;
-use crate::glue::exec_end;
+use crate::elfsig_core::{Detail, Reason};
 use crate::glue::file::{FileId, FileRef};
 use crate::glue::module;
+use crate::glue::{audit, exec_end};
 use crate::guard::Guard;
 use crate::interpreter;
 use crate::pending::Pending;
@@ -161,6 +161,15 @@ pub(crate) enum Access {
 }
 
 impl Access {
+    /// The audit record's `op`.
+    fn op(self) -> &'static core::ffi::CStr {
+        match self {
+            Access::Exec => c"elfsig_exec",
+            Access::Mmap => c"elfsig_mmap",
+            Access::Mprotect => c"elfsig_mprotect",
+        }
+    }
+
     /// What the log puts before the file's path.
     fn prefix(self) -> &'static core::ffi::CStr {
         match self {
@@ -171,11 +180,18 @@ impl Access {
     }
 }
 
-/// Counts and logs a refusal; returns whether it is enforced.
+/// Counts, logs and audits a refusal; returns whether it is enforced.
 pub(crate) fn report(file: FileRef<'_>, failure: Failure, access: Access) -> bool {
-    STATE.stats.refused_for(failure.refused.reason);
+    let reason = failure.refused.reason;
+    STATE.stats.refused_for(reason);
     let enforced = STATE.enforcing();
     file.log_refusal(access.prefix(), Message::new(&failure).as_cstr(), enforced);
+    let digest = match &failure.refused.detail {
+        Detail::Trust(detail) => detail.digest(),
+        _ => None,
+    };
+    let cause = Message::new(&reason.name());
+    audit::refusal(file, access.op(), cause.as_cstr(), digest, enforced);
     enforced
 }
 

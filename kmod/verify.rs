@@ -42,6 +42,18 @@ pub(crate) enum KernelDetail {
     Errno(i32),
     /// The ELF interpreter binfmt_elf mapped is not the file checked for the exec.
     Replaced,
+    /// The file's SHA-256 digest is revoked: it is in `.blacklist`.
+    Revoked([u8; 32]),
+}
+
+impl KernelDetail {
+    /// The file's digest, where the refusal knows it.
+    pub(crate) fn digest(&self) -> Option<&[u8; 32]> {
+        match self {
+            KernelDetail::Revoked(digest) => Some(digest),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for KernelDetail {
@@ -50,6 +62,10 @@ impl fmt::Display for KernelDetail {
             KernelDetail::Errno(errno) => write!(f, "errno {errno}"),
             KernelDetail::Replaced => {
                 f.write_str("not the file checked: replaced before binfmt_elf mapped it")
+            }
+            KernelDetail::Revoked(digest) => {
+                f.write_str("sha256:")?;
+                digest.iter().try_for_each(|b| write!(f, "{b:02x}"))
             }
         }
     }
@@ -165,7 +181,10 @@ impl Trust for Keyrings {
     fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refused<KernelDetail>> {
         match keys::is_revoked(digest) {
             Ok(false) => Ok(()),
-            Ok(true) => Err(Refused::new(Reason::Revoked)),
+            Ok(true) => Err(Refused::by_trust(
+                Reason::Revoked,
+                KernelDetail::Revoked(*digest),
+            )),
             Err(e) => Err(Refused::by_trust(
                 Reason::Error,
                 KernelDetail::Errno(e.to_errno()),

@@ -76,6 +76,9 @@ bool elfsig_shim_file_is_regular(struct file *file);
 void elfsig_shim_log_refusal(struct file *file, const char *what, const char *message,
 			     bool enforced);
 void elfsig_shim_fault_create(void);
+/* audit.c: the audit record of a refusal; `digest` is 32 bytes of SHA-256, or NULL. */
+void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *cause,
+			       const u8 *digest, bool enforced);
 void elfsig_shim_fault_remove(void);
 
 /* ---- crypto.c: SHA-256 --------------------------------------------------------------------- */

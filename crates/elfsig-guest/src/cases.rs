@@ -97,6 +97,7 @@ pub(crate) fn run_all() -> bool {
     mapping::cases(&mut suite);
     crate::admin::cases(&mut suite);
     policy_cases(&mut suite);
+    crate::audit::cases(&mut suite);
     lifecycle_cases(&mut suite);
     suite.run("elfsig: the kernel module's end-to-end cases")
 }

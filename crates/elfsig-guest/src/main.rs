@@ -2,6 +2,7 @@
 //! and reports it in KTAP on the serial console, which `cargo xtask test` parses.
 
 mod admin;
+mod audit;
 mod cases;
 mod mapping;
 mod stress;

@@ -1,5 +1,5 @@
 //! The system calls std does not offer: mounting, loading and unloading modules, adding keys,
-//! powering off. The only module with `unsafe`.
+//! the audit netlink socket, powering off. The only module with `unsafe`.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -245,4 +245,121 @@ pub fn power_off() -> ! {
     // SAFETY: reboot with a valid command; only returns on failure.
     unsafe { libc::reboot(libc::RB_AUTOBOOT) };
     std::process::exit(1)
+}
+
+/// The kernel's audit netlink socket, registered as the audit daemon: the kernel sends this
+/// process every audit record until it is dropped.
+#[derive(Debug)]
+pub struct AuditDaemon {
+    fd: std::os::fd::OwnedFd,
+}
+
+const AUDIT_SET: u16 = 1001;
+const AUDIT_STATUS_ENABLED: u32 = 1;
+const AUDIT_STATUS_PID: u32 = 4;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
+const NLMSG_HDRLEN: usize = 16;
+
+impl AuditDaemon {
+    /// Opens the socket and registers this process as the audit daemon, with audit enabled.
+    pub fn register() -> io::Result<Self> {
+        // SAFETY: plain socket(2); the descriptor is owned from here on.
+        let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_AUDIT) };
+        check(fd.into())?;
+        // SAFETY: `fd` is a new descriptor nothing else owns.
+        let daemon = AuditDaemon { fd: unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) } };
+        let timeout = libc::timeval { tv_sec: 0, tv_usec: 200_000 };
+        // SAFETY: a timeval of the size given.
+        check(
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    (&raw const timeout).cast(),
+                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+                )
+            }
+            .into(),
+        )?;
+        daemon.set(1, std::process::id())?;
+        Ok(daemon)
+    }
+
+    /// Sends AUDIT_SET: audit `enabled`, records to `pid` (0: none); waits for the answer.
+    fn set(&self, enabled: u32, pid: u32) -> io::Result<()> {
+        let mut message = Vec::with_capacity(NLMSG_HDRLEN + 16);
+        message.extend_from_slice(&((NLMSG_HDRLEN + 16) as u32).to_ne_bytes());
+        message.extend_from_slice(&AUDIT_SET.to_ne_bytes());
+        message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+        message.extend_from_slice(&0u32.to_ne_bytes()); // to the kernel
+        // struct audit_status: mask, enabled, failure, pid (the kernel reads what is given).
+        for word in [AUDIT_STATUS_ENABLED | AUDIT_STATUS_PID, enabled, 0, pid] {
+            message.extend_from_slice(&word.to_ne_bytes());
+        }
+        // SAFETY: sockaddr_nl is plain integers, for which all zeroes is valid.
+        let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        // SAFETY: `message` and `kernel` are valid for the lengths given.
+        check(unsafe {
+            libc::sendto(
+                self.fd.as_raw_fd(),
+                message.as_ptr().cast(),
+                message.len(),
+                0,
+                (&raw const kernel).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        } as libc::c_long)?;
+        // The acknowledgement: NLMSG_ERROR with error 0, or the error.
+        loop {
+            let Some((kind, payload)) = self.receive()? else {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer to AUDIT_SET"));
+            };
+            if kind == libc::NLMSG_ERROR as u16 {
+                let errno = payload.get(..4).map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                return if errno == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(-errno)) };
+            }
+        }
+    }
+
+    /// The next message (its type and payload), or `None` when none came within 200 ms.
+    fn receive(&self) -> io::Result<Option<(u16, Vec<u8>)>> {
+        let mut buf = vec![0u8; 9000];
+        // SAFETY: `buf` is valid for writes of its length.
+        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Ok(None),
+                _ => Err(error),
+            };
+        }
+        let message = buf.get(..n as usize).unwrap_or_default();
+        let kind = message.get(4..6).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
+        // One message per datagram. Not `nlmsg_len`: audit records set it without the header
+        // (a quirk audit keeps for its user space), so it would cut their last 16 bytes.
+        let payload = message.get(NLMSG_HDRLEN..).unwrap_or_default();
+        Ok(Some((kind, payload.to_vec())))
+    }
+
+    /// The text of every record of type `kind` received until none came for 200 ms.
+    pub fn records(&self, kind: u16) -> io::Result<Vec<String>> {
+        let mut records = Vec::new();
+        while let Some((got, payload)) = self.receive()? {
+            if got == kind {
+                records.push(String::from_utf8_lossy(&payload).trim_end_matches('\0').to_owned());
+            }
+        }
+        Ok(records)
+    }
+}
+
+impl Drop for AuditDaemon {
+    /// Unregisters, and disables audit again.
+    fn drop(&mut self) {
+        let _ = self.set(0, 0);
+    }
 }
