@@ -39,7 +39,7 @@ xflags::xflags! {
         }
         /// The stress and fault-injection suite on the debug kernel (300 s of load by default).
         cmd stress {
-            /// 30 s of load, as `cargo xtask test` runs it.
+            /// 60 s of load, as `cargo xtask test` runs it.
             optional --quick
             /// Seconds of load.
             optional --seconds seconds: u64

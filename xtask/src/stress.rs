@@ -1,7 +1,7 @@
 //! `cargo xtask stress [--quick] [--seconds N]`: the stress suite in the debug kernel (KASAN,
 //! kmemleak, lockdep, atomic-sleep checks, fault injection): execs checked against what each
 //! file was while files change, keys are revoked, the mode flips and the module reloads, then
-//! under injected allocation and read failures. `--quick` (30 s of load) is what
+//! under injected allocation and read failures. `--quick` (60 s of load) is what
 //! `cargo xtask test` runs; the default is 300 s.
 
 use crate::{Result, flags, keys, tools, vm};
