@@ -21,6 +21,13 @@ xflags::xflags! {
             /// A certificate (PEM or DER) to embed in the module's keyring; repeatable.
             repeated --cert cert: PathBuf
         }
+        /// Stage the module's DKMS source tree (dkms.conf, kmod/, elfsig-core's sources).
+        cmd dkms {
+            /// Where (default /usr/src/elfsig-VERSION, where `dkms install` looks).
+            optional --dest dest: PathBuf
+            /// A certificate (PEM or DER) to embed in the module's keyring; repeatable.
+            repeated --cert cert: PathBuf
+        }
         /// Build and run the benchmarks; the report goes to target/bench/latest.
         cmd bench {
             /// Fewer repetitions of every suite.

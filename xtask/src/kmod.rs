@@ -77,7 +77,7 @@ pub fn build(tree: &Path, certs: &[u8], lints: Lints) -> Result<PathBuf> {
 }
 
 /// The certificates as concatenated DER.
-fn der_certificates(certs: &[PathBuf]) -> Result<Vec<u8>> {
+pub fn der_certificates(certs: &[PathBuf]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     for cert in certs {
         fs::File::open(cert).map_err(|e| format!("cannot read certificate {}: {e}", cert.display()))?;
@@ -104,7 +104,7 @@ fn check_format(tree: &Path, kmod: &Path) -> Result {
 }
 
 /// A panic in the kernel is a BUG(): the module must not refer to any panic routine.
-fn check_no_panics(ko: &Path) -> Result {
+pub fn check_no_panics(ko: &Path) -> Result {
     let undefined = Cmd::new("nm").arg("-u").arg(ko).read()?;
     let panics: Vec<&str> = undefined.lines().filter(|l| l.to_ascii_lowercase().contains("panic")).collect();
     if panics.is_empty() {

@@ -10,6 +10,7 @@
 mod bench;
 mod cmd;
 mod deps;
+mod dkms;
 mod flags;
 mod fuzz;
 mod kernel;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     let result = match flags.subcommand {
         flags::XtaskCmd::Test(options) => test::run(&options),
         flags::XtaskCmd::BuildKmod(options) => kmod::run(&options),
+        flags::XtaskCmd::Dkms(options) => dkms::run(&options),
         flags::XtaskCmd::Bench(options) => bench::run(&options),
         flags::XtaskCmd::Fuzz(options) => fuzz::run(&options),
         flags::XtaskCmd::Stress(options) => stress::run(&options),

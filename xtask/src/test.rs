@@ -2,7 +2,8 @@
 
 use crate::cmd::Cmd;
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
-use crate::{Result, bench, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
+use crate::kernel::{self, Flavor};
+use crate::{Result, bench, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
@@ -21,6 +22,7 @@ pub fn run(options: &flags::Test) -> Result {
     Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
     fuzz::smoke()?;
     vm_suite()?;
+    dkms_build()?;
     stress::stress(stress::QUICK_SECONDS)?;
     // A smoke test of the bench machinery (build, boot, every suite, report); its timings
     // are not asserted on.
@@ -34,4 +36,10 @@ fn vm_suite() -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
     vm::test_suite(&keys)
+}
+
+/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would.
+fn dkms_build() -> Result {
+    let keys = keys::test_keys(&tools::build_cli()?)?;
+    dkms::test(&kernel::test_kernel(Flavor::Release, &keys.kernel.cert)?.tree)
 }
