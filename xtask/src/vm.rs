@@ -31,7 +31,9 @@ pub fn test_suite(keys: &TestKeys) -> Result {
 pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
     // Boot, set-up and the final scans take a few minutes under emulation with KASAN.
     let timeout = 600 + 3 * seconds;
-    let append = format!("{}=stress {}={seconds}", image::SUITE, image::STRESS_SECONDS);
+    // A log buffer that holds the whole run, so that no report is pushed out before the
+    // checks read it.
+    let append = format!("{}=stress {}={seconds} log_buf_len=8M", image::SUITE, image::STRESS_SECONDS);
     run_suite(Flavor::Debug, keys, &[("stress", &append, timeout)])
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn run_all() -> bool {
             system::mount("debugfs", "/sys/kernel/debug").context("mount debugfs")?;
         }
         system::load_module(Path::new(image::MODULE), "").context("load the module")?;
+        system::AuditDaemon::register().context("register as the audit daemon")?.drain_forever();
         crate::mapping::attach()
     });
     // The judge itself: a good file is seen loaded and running, a refused one not loaded, and

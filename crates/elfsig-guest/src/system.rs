@@ -257,6 +257,7 @@ pub struct AuditDaemon {
 const AUDIT_SET: u16 = 1001;
 const AUDIT_STATUS_ENABLED: u32 = 1;
 const AUDIT_STATUS_PID: u32 = 4;
+const AUDIT_STATUS_BACKLOG_LIMIT: u32 = 0x10;
 const NLM_F_REQUEST: u16 = 1;
 const NLM_F_ACK: u16 = 4;
 const NLMSG_HDRLEN: usize = 16;
@@ -283,20 +284,23 @@ impl AuditDaemon {
             }
             .into(),
         )?;
-        daemon.set(1, std::process::id())?;
+        // A backlog deep enough that records wait for this reader instead of being lost.
+        daemon.set(AUDIT_STATUS_BACKLOG_LIMIT, 1, std::process::id(), 8192)?;
         Ok(daemon)
     }
 
-    /// Sends AUDIT_SET: audit `enabled`, records to `pid` (0: none); waits for the answer.
-    fn set(&self, enabled: u32, pid: u32) -> io::Result<()> {
-        let mut message = Vec::with_capacity(NLMSG_HDRLEN + 16);
-        message.extend_from_slice(&((NLMSG_HDRLEN + 16) as u32).to_ne_bytes());
+    /// Sends AUDIT_SET: audit `enabled`, records to `pid` (0: none), and with `extra` =
+    /// AUDIT_STATUS_BACKLOG_LIMIT that many records queued at most; waits for the answer.
+    fn set(&self, extra: u32, enabled: u32, pid: u32, backlog: u32) -> io::Result<()> {
+        let mut message = Vec::with_capacity(NLMSG_HDRLEN + 24);
+        message.extend_from_slice(&((NLMSG_HDRLEN + 24) as u32).to_ne_bytes());
         message.extend_from_slice(&AUDIT_SET.to_ne_bytes());
         message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
         message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
         message.extend_from_slice(&0u32.to_ne_bytes()); // to the kernel
-        // struct audit_status: mask, enabled, failure, pid (the kernel reads what is given).
-        for word in [AUDIT_STATUS_ENABLED | AUDIT_STATUS_PID, enabled, 0, pid] {
+        // struct audit_status: mask, enabled, failure, pid, rate_limit, backlog_limit (the
+        // kernel reads what is given).
+        for word in [AUDIT_STATUS_ENABLED | AUDIT_STATUS_PID | extra, enabled, 0, pid, 0, backlog] {
             message.extend_from_slice(&word.to_ne_bytes());
         }
         // SAFETY: sockaddr_nl is plain integers, for which all zeroes is valid.
@@ -345,6 +349,26 @@ impl AuditDaemon {
         Ok(Some((kind, payload.to_vec())))
     }
 
+    /// Reads and drops every record, as an audit daemon that writes nothing, until the process
+    /// ends: a daemon for runs that cause refusals by the thousand, so that the kernel does not
+    /// print each record in its log (which would push out what the checks read there).
+    pub fn drain_forever(self) {
+        // No allocation in the loop: other threads fork, and a child must not inherit a held
+        // allocator lock.
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 9000];
+            loop {
+                // SAFETY: `buf` is valid for writes of its length.
+                let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+                if n < 0
+                    && !matches!(io::Error::last_os_error().kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+                {
+                    return;
+                }
+            }
+        });
+    }
+
     /// The text of every record of type `kind` received until none came for 200 ms.
     pub fn records(&self, kind: u16) -> io::Result<Vec<String>> {
         let mut records = Vec::new();
@@ -360,6 +384,6 @@ impl AuditDaemon {
 impl Drop for AuditDaemon {
     /// Unregisters, and disables audit again.
     fn drop(&mut self) {
-        let _ = self.set(0, 0);
+        let _ = self.set(0, 0, 0, 0);
     }
 }

@@ -485,7 +485,10 @@ pub(crate) fn run_phase(contents: &Contents, shared: &Shared, during: impl FnOnc
         let changes = !shared.faults.load(Ordering::SeqCst);
         let resigner = changes.then(|| scope.spawn(move || resign_loop(shared)));
         let swapper = changes.then(|| {
-            let hold = Duration::from_millis(700);
+            // Long enough that, with the guard checking ld.so's mapping too, a dynamic exec on
+            // the debug kernel fits in a hold and is judged by the loader it finds (700 ms gave
+            // 3, then 0, execs judged must-run in 200 s).
+            let hold = Duration::from_secs(2);
             scope.spawn(move || in_bursts(shared, 0x5851_f42d_4c95_7f2d, hold, |rng| swap_interpreter(shared, rng)))
         });
         let library_changer = changes.then(|| {
