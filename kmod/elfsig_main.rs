@@ -34,7 +34,6 @@ use policy::STATE;
 module! {
     type: Elfsig,
     name: "elfsig",
-    author: "elfsig developers",
     description: "Verifies elfsig signatures of ELF programs on execve",
     license: "GPL",
 }
@@ -62,11 +61,19 @@ impl kernel::Module for Elfsig {
         let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
         let exec_end = exec_end::Probe::register()?;
         if let Err(why) = STATE.guard.offer() {
+            // From 6.13 on, the print macros take the kernel's own Display, which `Arguments`
+            // has and `Unavailable` has not.
             if params.require_mmap_guard {
-                pr_err!("the mapping guard is unavailable: {why}; require_mmap_guard=1 refuses to load\n");
+                pr_err!(
+                    "the mapping guard is unavailable: {}; require_mmap_guard=1 refuses to load\n",
+                    format_args!("{why}")
+                );
                 return Err(ENODEV);
             }
-            pr_warn!("the mapping guard is unavailable: {why}; only execs are checked\n");
+            pr_warn!(
+                "the mapping guard is unavailable: {}; only execs are checked\n",
+                format_args!("{why}")
+            );
         }
         // Nothing can fail from here on: execs reach the module, and the lock pins it.
         let binfmt = binfmt::Registration::register();

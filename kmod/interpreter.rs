@@ -11,8 +11,8 @@
 //! `sched_process_exec` tracepoint), the interpreter actually mapped must be that file,
 //! unchanged; otherwise the task is killed (in permissive mode, logged).
 
+use core::ffi::CStr;
 use kernel::prelude::*;
-use kernel::str::CStr;
 
 use crate::elfsig_core::Reason;
 use crate::glue::exec_end::{self, Exec};

@@ -6,9 +6,9 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use core::ffi::CStr;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
-use kernel::str::CStr;
 
 use crate::cache::{Cache, Entry};
 use crate::elfsig_core::{Detail, Reason};

@@ -7,10 +7,10 @@
 
 use core::fmt;
 
+use core::ffi::CStr;
 use kernel::alloc::KVVec;
 use kernel::error::Error;
 use kernel::prelude::*;
-use kernel::str::CStr;
 
 use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{
@@ -285,7 +285,10 @@ fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec
     if name.last() != Some(&0) {
         return Err(malformed());
     }
-    let first_nul = name.iter().position(|b| *b == 0).unwrap_or(0);
+    // A range, not `position`: rustc 1.85 keeps position's overflow check (a panic).
+    let first_nul = (0..name.len())
+        .find(|&i| name.get(i) == Some(&0))
+        .unwrap_or(0);
     let with_nul = name.get(..=first_nul).ok_or_else(malformed)?;
     let interpreter = CStr::from_bytes_with_nul(with_nul).map_err(|_| malformed())?;
     Ok(Exec {

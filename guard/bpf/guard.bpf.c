@@ -25,7 +25,8 @@ extern void elfsig_kfunc_key_added(struct key *key) __ksym;
  * A file mapped with PROT_EXEC: binfmt_elf mapping a program and its interpreter, ld.so mapping
  * a program (ld.so ./prog) and its libraries (DT_NEEDED, LD_PRELOAD, dlopen). Sleepable, before
  * mmap_lock: the module may read and verify the file. Anonymous mappings (no file) are let
- * through by the module, since the verifier takes `file` for non-NULL here.
+ * through: here, and by the module too, since 6.12's verifier takes `file` for non-NULL (and
+ * drops this check) while later ones know it may be NULL (and require it).
  */
 SEC("lsm.s/mmap_file")
 int BPF_PROG(elfsig_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
@@ -33,7 +34,7 @@ int BPF_PROG(elfsig_mmap_file, struct file *file, unsigned long reqprot, unsigne
 {
 	if (ret)
 		return ret;
-	if (!(prot & PROT_EXEC))
+	if (!(prot & PROT_EXEC) || !file)
 		return 0;
 	return elfsig_kfunc_mmap_file(file) ? -EACCES : 0;
 }
@@ -63,7 +64,8 @@ SEC("lsm/key_post_create_or_update")
 int BPF_PROG(elfsig_key_post_create_or_update, struct key *keyring, struct key *key,
 	     const void *payload, unsigned long plen, unsigned long flags, _Bool create)
 {
-	elfsig_kfunc_key_added(key);
+	if (key)
+		elfsig_kfunc_key_added(key);
 	return 0;
 }
 

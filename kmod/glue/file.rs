@@ -3,6 +3,7 @@
 //! Files (`shim/file.c`): reading them, their identity and change stamp, opening an ELF
 //! interpreter as binfmt_elf does, naming them in the log.
 
+use core::ffi::CStr;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
@@ -168,7 +169,7 @@ impl ReadSomeAt for FileRef<'_> {
 pub(crate) fn path_id(path: &CStr) -> Result<FileId> {
     let mut id = FileId::default();
     // SAFETY: `path` is NUL-terminated; `id` is a valid `struct elfsig_file_id`.
-    to_result(unsafe { elfsig_shim_path_id(path.as_char_ptr(), &mut id) })?;
+    to_result(unsafe { elfsig_shim_path_id(path.as_ptr().cast(), &mut id) })?;
     Ok(id)
 }
 
@@ -186,7 +187,7 @@ impl ExecFile {
     pub(crate) fn open(path: &CStr) -> Result<Self> {
         let mut err: c_int = 0;
         // SAFETY: `path` is NUL-terminated; `err` is a valid out-parameter.
-        let ptr = unsafe { elfsig_shim_open_exec(path.as_char_ptr(), &mut err) };
+        let ptr = unsafe { elfsig_shim_open_exec(path.as_ptr().cast(), &mut err) };
         match NonNull::new(ptr) {
             // INVARIANT: a non-null return is an open file from `open_exec()`.
             Some(ptr) => Ok(ExecFile { ptr }),

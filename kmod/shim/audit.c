@@ -63,7 +63,8 @@ void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *ca
 	elfsig_audit_untrusted(ab, "name", path);
 	kfree(buf);
 	elfsig_audit_untrusted(ab, "dev", inode->i_sb->s_id);
-	audit_log_format(ab, " ino=%lu", inode->i_ino);
+	/* i_ino is unsigned long up to 6.x and u64 from 7.0. */
+	audit_log_format(ab, " ino=%llu", (unsigned long long)inode->i_ino);
 	if (digest)
 		audit_log_format(ab, " digest=sha256:%*phN", 32, digest);
 	audit_log_format(ab, " enforcing=%d res=%d", enforced, !enforced);

@@ -11,8 +11,12 @@
 
 #include "shim.h"
 
+/* Here rather than in module!, whose key is `author` up to 6.12 and `authors` after. */
+MODULE_AUTHOR("elfsig developers");
+
 /* The mode at load time, the loader policy, and whether to lock at once. */
 static char elfsig_mode[16] = "enforce";
+
 module_param_string(mode, elfsig_mode, sizeof(elfsig_mode), 0444);
 MODULE_PARM_DESC(mode, "enforce (refuse) or permissive (log and allow) at load time");
 
@@ -31,7 +35,10 @@ MODULE_PARM_DESC(require_mmap_guard,
 
 const char *elfsig_shim_mode_param(size_t *len)
 {
-	*len = strnlen(elfsig_mode, sizeof(elfsig_mode));
+	/* memchr, not strnlen: gcc's fortified strnlen brings a panic path (__fortify_panic). */
+	const char *nul = memchr(elfsig_mode, 0, sizeof(elfsig_mode));
+
+	*len = nul ? (size_t)(nul - elfsig_mode) : sizeof(elfsig_mode);
 	return elfsig_mode;
 }
 

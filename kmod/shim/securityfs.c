@@ -17,6 +17,7 @@
 #include <linux/security.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 
 #include "shim.h"
 
@@ -126,6 +127,14 @@ int elfsig_shim_fs_create_file(const char *name, u16 mode, unsigned int which)
  */
 void elfsig_shim_fs_remove(void)
 {
+	/*
+	 * Since 6.17 securityfs_remove() is recursive and securityfs_recursive_remove() a macro
+	 * naming it, which 6.19 dropped. A kernel of 6.17 or 6.18 has the macro.
+	 */
+#if defined(securityfs_recursive_remove) || LINUX_VERSION_CODE >= KERNEL_VERSION(6, 19, 0)
+	securityfs_remove(elfsig_dir);
+#else
 	securityfs_recursive_remove(elfsig_dir);
+#endif
 	elfsig_dir = NULL;
 }
