@@ -24,19 +24,23 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
+#include <linux/version.h>
 
 #include "shim.h"
 
+/* A namespace became a string in 6.13. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+MODULE_IMPORT_NS("BPF_INTERNAL");
+#else
 MODULE_IMPORT_NS(BPF_INTERNAL);
-
-__bpf_kfunc_start_defs();
+#endif
 
 /*
- * mmap_file, for a mapping asked with PROT_EXEC: sleepable, before mmap_lock is taken. 0
- * allows, a negative errno refuses. The 6.12 verifier takes the hook's file for non-NULL, so an
- * anonymous mapping (no file) is told apart here, not in the program.
+ * What the kfuncs (kfuncs.c) do. mmap_file, for a mapping asked with PROT_EXEC: sleepable,
+ * before mmap_lock is taken. 0 allows, a negative errno refuses. The 6.12 verifier takes the
+ * hook's file for non-NULL, so an anonymous mapping (no file) is told apart here too.
  */
-__bpf_kfunc int elfsig_kfunc_mmap_file(struct file *file)
+int elfsig_shim_guard_mmap_file(struct file *file)
 {
 	if (!file)
 		return 0;
@@ -47,7 +51,7 @@ __bpf_kfunc int elfsig_kfunc_mmap_file(struct file *file)
  * file_mprotect, for a file mapping that is not executable and asks for PROT_EXEC: under
  * mmap_lock, so nothing may sleep and nothing is read; the file cannot be verified there.
  */
-__bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma)
+int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma)
 {
 	if (!vma->vm_file)
 		return 0;
@@ -59,13 +63,19 @@ __bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma)
  * type (which can only go in .blacklist) may revoke a digest the verdict cache holds. The key
  * is linked, and visible to lookups, by the time this runs.
  */
-__bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
+void elfsig_shim_guard_key_added(struct key *key)
 {
 	if (key->type && key->type->name && !strcmp(key->type->name, "blacklist"))
 		elfsig_revocation_added();
 }
 
-__bpf_kfunc_end_defs();
+/*
+ * The kfuncs, defined in kfuncs.c. Kfunc arguments became trusted by default in 6.19 (or so),
+ * and the flag went away.
+ */
+#ifndef KF_TRUSTED_ARGS
+#define KF_TRUSTED_ARGS 0
+#endif
 
 BTF_KFUNCS_START(elfsig_kfunc_ids)
 BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)

@@ -48,6 +48,12 @@ void elfsig_task_exit(void);
 int elfsig_check_mapping(struct file *file);
 void elfsig_revocation_added(void);
 int elfsig_check_mprotect(struct file *file);
+/* guard.c: what the kfuncs of kfuncs.c do. */
+struct vm_area_struct;
+struct key;
+int elfsig_shim_guard_mmap_file(struct file *file);
+int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma);
+void elfsig_shim_guard_key_added(struct key *key);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);

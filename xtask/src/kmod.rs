@@ -62,12 +62,16 @@ pub fn build(tree: &Path, certs: &[u8], lints: Lints) -> Result<PathBuf> {
     }
     let mut args =
         vec![format!("M={}", kmod.display()), format!("ELFSIG_CERTS={}", certs_der.display()), "modules".to_owned()];
+    // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why).
+    let mut kcflags = "-g0".to_owned();
     if lints == Lints::Deny {
         check_format(tree, &kmod)?;
         // Clippy's verdicts are cached with the object: recompile the Rust crate to see them.
         let _ = fs::remove_file(kmod.join("elfsig_main.o"));
-        args.extend(["CLIPPY=1", "KRUSTFLAGS=-Dwarnings", "KCFLAGS=-Werror"].map(str::to_owned));
+        args.extend(["CLIPPY=1", "KRUSTFLAGS=-Dwarnings"].map(str::to_owned));
+        kcflags.push_str(" -Werror");
     }
+    args.push(format!("KCFLAGS={kcflags}"));
     kernel::make(tree, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
     let ko = kmod.join("elfsig.ko");
     check_no_panics(&ko)?;
