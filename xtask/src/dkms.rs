@@ -12,7 +12,8 @@ use crate::cmd::Cmd;
 use crate::deps::{self, Need};
 use crate::{Result, flags, kmod, paths};
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The module's version, as DKMS knows it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What `dkms` needs.
 pub const DKMS_PACKAGES: &[Need] = &[Need::Deb("dkms")];
@@ -35,7 +36,7 @@ pub fn stage(dest: &Path, certs: &[u8]) -> Result {
     if dest.exists() {
         fs::remove_dir_all(dest).map_err(|e| format!("cannot empty {}: {e}", dest.display()))?;
     }
-    copy_sources(&root.join("kmod"), &dest.join("kmod"), &["rs", "c", "h", "S"], &["Kbuild", "build"])?;
+    copy_sources(&root.join("kmod"), &dest.join("kmod"), &["rs", "c", "h", "S"], &["Kbuild", "build", "rust-tree"])?;
     copy_sources(&root.join("crates/elfsig-core/src"), &dest.join("crates/elfsig-core/src"), &["rs"], &[])?;
     let conf = fs::read_to_string(root.join("kmod/dkms/dkms.conf"))
         .map_err(|e| format!("cannot read kmod/dkms/dkms.conf: {e}"))?
@@ -116,14 +117,14 @@ pub fn test(tree: &Path) -> Result {
 }
 
 /// The build step says why, and fails, for a tree without `.config`, without Rust, without
-/// Rust build artifacts, or built with another rustc.
+/// Rust build artifacts and a source to make them from, or built with another rustc.
 fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
     let config = fs::read_to_string(tree.join(".config")).map_err(|e| format!("cannot read .config: {e}"))?;
     let fake = work.join("fake-kernel");
     let cases: [(&str, Option<String>, bool, &str); 4] = [
         ("no .config", None, false, "it has no .config"),
         ("no Rust", Some(config.replace("CONFIG_RUST=y", "# CONFIG_RUST is not set")), true, "without Rust support"),
-        ("no Rust artifacts", Some(config.clone()), false, "no Rust build artifacts"),
+        ("no Rust artifacts", Some(config.clone()), false, "no Rust build artifacts (rust/), and there is no"),
         (
             "another rustc",
             Some(
@@ -150,6 +151,10 @@ fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
         if let Some(config) = config {
             write(&fake.join(".config"), config.as_bytes())?;
         }
+        fs::create_dir_all(fake.join("include/config"))
+            .map_err(|e| format!("cannot create {}: {e}", fake.display()))?;
+        write(&fake.join("include/config/kernel.release"), b"6.12.117-fake\n")?;
+        write(&fake.join("Module.symvers"), b"")?;
         if artifacts {
             for name in ["rust/libkernel.rmeta", "rust/libmacros.so"] {
                 write(&fake.join(name), b"")?;
@@ -159,6 +164,9 @@ fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
             .arg(&build)
             .arg(&fake)
             .env("PATH", deps::path_with_cargo_bin())
+            // Without a source to make the Rust artifacts from (this machine has the test
+            // kernel's).
+            .env("ELFSIG_KERNEL_SOURCE", work.join("no-such-source.tar.xz"))
             .output()
             .map_err(|e| format!("cannot run {}: {e}", build.display()))?;
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -13,6 +13,8 @@ xflags::xflags! {
         cmd test {
             /// Only the kernel module's end-to-end suite in the VM.
             optional --vm-only
+            /// Only on this kernel: `test` (the 6.12 test kernel) or `debian-7.2`.
+            optional --kernel kernel: String
         }
         /// The kernel module, against the cached test kernel or a prepared tree.
         cmd build-kmod {
@@ -50,6 +52,8 @@ xflags::xflags! {
             optional --quick
             /// Seconds of load.
             optional --seconds seconds: u64
+            /// On Debian's kernel (`debian-7.2`, after its VM suite) instead of the debug kernel.
+            optional --kernel kernel: String
         }
     }
 }

@@ -188,14 +188,16 @@ pub fn check_prepared(tree: &Path) -> Result {
 }
 
 /// FNV-1a, 64-bit: a stable hash for cache keys without a dependency.
-struct Fnv(u64);
+pub struct Fnv(u64);
 
 impl Fnv {
-    fn new() -> Self {
+    /// An empty hash.
+    pub fn new() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
 
-    fn add(&mut self, bytes: &[u8]) -> &mut Self {
+    /// Adds `bytes`, delimited (so that "ab"+"c" and "a"+"bc" differ).
+    pub fn add(&mut self, bytes: &[u8]) -> &mut Self {
         for b in bytes.iter().chain(&[0xff]) {
             self.0 ^= u64::from(*b);
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
@@ -203,7 +205,8 @@ impl Fnv {
         self
     }
 
-    fn finish(&self) -> u64 {
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
         self.0
     }
 }

@@ -9,6 +9,7 @@
 
 mod bench;
 mod cmd;
+mod debian_kernel;
 mod deps;
 mod dkms;
 mod flags;

@@ -3,13 +3,19 @@
 use crate::cmd::Cmd;
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::kernel::{self, Flavor};
-use crate::{Result, bench, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
+use crate::{Result, bench, debian_kernel, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
     deps::ensure(GUARD_PACKAGES)?;
+    let kernels = match options.kernel.as_deref() {
+        None => Kernels::Both,
+        Some("test") => Kernels::Test,
+        Some(debian_kernel::NAME) => Kernels::Debian,
+        Some(other) => return Err(format!("no kernel {other}: test or {}", debian_kernel::NAME)),
+    };
     if options.vm_only {
-        return vm_suite();
+        return vm_suite(kernels);
     }
     let root = paths::root();
     deps::ensure(TEST_PACKAGES)?;
@@ -21,9 +27,15 @@ pub fn run(options: &flags::Test) -> Result {
     nopanic::check()?;
     Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
     fuzz::smoke()?;
-    vm_suite()?;
-    dkms_build()?;
-    stress::stress(stress::QUICK_SECONDS)?;
+    if kernels != Kernels::Debian {
+        vm_suite(Kernels::Test)?;
+        dkms_build()?;
+        stress::stress(stress::QUICK_SECONDS)?;
+    }
+    if kernels != Kernels::Test {
+        deps::ensure(vm::VM_PACKAGES)?;
+        vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))?;
+    }
     // A smoke test of the bench machinery (build, boot, every suite, report); its timings
     // are not asserted on.
     bench::bench(true, &[])?;
@@ -31,11 +43,26 @@ pub fn run(options: &flags::Test) -> Result {
     Ok(())
 }
 
-/// The kernel module's end-to-end suite in a VM.
-fn vm_suite() -> Result {
+/// Which kernels the VM suites run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernels {
+    Both,
+    Test,
+    Debian,
+}
+
+/// The kernel module's end-to-end suite in a VM, on the test kernel and on Debian's (the quick
+/// stress runs on each besides, in a full run).
+fn vm_suite(kernels: Kernels) -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    vm::test_suite(&keys)
+    if kernels != Kernels::Debian {
+        vm::test_suite(&keys)?;
+    }
+    if kernels != Kernels::Test {
+        vm::debian_suites(&keys, None)?;
+    }
+    Ok(())
 }
 
 /// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would.

@@ -13,8 +13,8 @@ use std::cell::RefCell;
 use crate::mapping;
 use crate::tamper::{self, Map, flip};
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run,
-    runs, stats, wait_for_log_budget, write_control, write_exec,
+    Context, NEEDS_REVOCABLE_KERNEL, NEEDS_TEST_KERNEL_KEY, Outcome, Suite, control, copy_exec, counters_grew, ensure,
+    grew, kernel_log, keyring, read, refused, run, runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
     ADDED_CERT, CERT, ELFSIG, EXPECTED, HELLO_ADDED_KEY, HELLO_MODULE_KEY, HELLO_OTHER_KEY, HELLO_UNSIGNED, KEY, LD_SO,
@@ -76,10 +76,12 @@ pub(crate) fn run_all() -> bool {
         load("")?;
         let mode = std::fs::read_to_string(control("mode")).context("read mode")?;
         ensure(mode == "enforce\n", || format!("mode is {mode:?}"))?;
-        // The module's own keyring holds the certificate embedded at build time.
+        // The module's own keyring holds the certificates embedded at build time: the module
+        // key's, and on a distribution's kernel the test kernel key's too.
+        let embedded = if elfsig_guest::on_distro_kernel() { 2 } else { 1 };
         let keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
-        ensure(keys.lines().any(|l| l.contains(" keyring ") && l.ends_with(".elfsig: 1")), || {
-            format!("no .elfsig keyring with one key in /proc/keys:\n{keys}")
+        ensure(keys.lines().any(|l| l.contains(" keyring ") && l.ends_with(&format!(".elfsig: {embedded}"))), || {
+            format!("no .elfsig keyring with {embedded} keys in /proc/keys:\n{keys}")
         })?;
         // Loading is not news: the module logs refusals and errors, nothing else. (The kernel
         // itself says that an out-of-tree, unsigned module taints it.)
@@ -285,7 +287,7 @@ fn control_value(name: &str) -> Result<String, String> {
 }
 
 fn policy_cases(suite: &mut Suite<'_>) {
-    suite.case("revoked_binary_refused_cached_or_not", || {
+    suite.test_kernel_case("revoked_binary_refused_cached_or_not", NEEDS_REVOCABLE_KERNEL, || {
         runs(REVOKEME, &[], Some(HELLO))?;
         runs(REVOKEME, &[], Some(HELLO))?;
         let digest = manifest("revoke_digest")?;
@@ -304,23 +306,27 @@ fn policy_cases(suite: &mut Suite<'_>) {
         counters_grew(&before, &stats()?, &[("revoked", 1), ("cache_misses", 1)])?;
         runs(image::HELLO, &[], Some(HELLO))
     });
-    suite.case("key_added_to_the_secondary_keyring_is_trusted_until_removed", || {
-        refused(HELLO_ADDED_KEY)?;
-        runs(image::HELLO, &[], Some(HELLO))?;
-        let secondary = keyring(".secondary_trusted_keys")?;
-        let key = system::add_key("asymmetric", "", &read(ADDED_CERT)?, secondary).context("add the key")?;
-        // Only revocations flush the cache (through the guard's key hook): a cached verdict
-        // stands.
-        let before = stats()?;
-        let cached = runs(image::HELLO, &[], Some(HELLO))
-            .and_then(|()| counters_grew(&before, &stats()?, &[("cache_hits", 2), ("cache_misses", 0)]));
-        let result = cached.and_then(|()| runs(HELLO_ADDED_KEY, &[], Some(HELLO)));
-        system::unlink_key(key, secondary).context("remove the key")?;
-        result?;
-        // Removing a key takes effect for cached verdicts at the next flush (kmod/README.md).
-        write_control("flush", "1").context("flush")?;
-        refused(HELLO_ADDED_KEY)
-    });
+    suite.test_kernel_case(
+        "key_added_to_the_secondary_keyring_is_trusted_until_removed",
+        NEEDS_TEST_KERNEL_KEY,
+        || {
+            refused(HELLO_ADDED_KEY)?;
+            runs(image::HELLO, &[], Some(HELLO))?;
+            let secondary = keyring(".secondary_trusted_keys")?;
+            let key = system::add_key("asymmetric", "", &read(ADDED_CERT)?, secondary).context("add the key")?;
+            // Only revocations flush the cache (through the guard's key hook): a cached verdict
+            // stands.
+            let before = stats()?;
+            let cached = runs(image::HELLO, &[], Some(HELLO))
+                .and_then(|()| counters_grew(&before, &stats()?, &[("cache_hits", 2), ("cache_misses", 0)]));
+            let result = cached.and_then(|()| runs(HELLO_ADDED_KEY, &[], Some(HELLO)));
+            system::unlink_key(key, secondary).context("remove the key")?;
+            result?;
+            // Removing a key takes effect for cached verdicts at the next flush (kmod/README.md).
+            write_control("flush", "1").context("flush")?;
+            refused(HELLO_ADDED_KEY)
+        },
+    );
     suite.case("permissive_mode_logs_and_allows", || {
         wait_for_log_budget();
         write_control("mode", "permissive").context("set permissive")?;

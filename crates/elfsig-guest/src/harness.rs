@@ -10,8 +10,8 @@ use std::process::{Command, Output};
 /// A case's outcome: `Err` carries what went wrong.
 pub type Outcome = Result<(), String>;
 
-/// A case: its name and its body.
-type Case<'a> = (String, Box<dyn FnOnce() -> Outcome + 'a>);
+/// A case: its name, why it is skipped on this kernel if it is, and its body.
+type Case<'a> = (String, Option<&'static str>, Box<dyn FnOnce() -> Outcome + 'a>);
 
 /// The cases of a suite, registered in the order they run, then run and reported in KTAP
 /// (see [`crate::ktap`]): registering first lets the report start with how many there are.
@@ -22,21 +22,38 @@ pub struct Suite<'a> {
 
 impl std::fmt::Debug for Suite<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.cases.iter().map(|(name, _)| name)).finish()
+        f.debug_list().entries(self.cases.iter().map(|(name, _, _)| name)).finish()
     }
 }
 
 impl<'a> Suite<'a> {
     /// Adds a case.
     pub fn case(&mut self, name: impl Into<String>, body: impl FnOnce() -> Outcome + 'a) {
-        self.cases.push((name.into(), Box::new(body)));
+        self.cases.push((name.into(), None, Box::new(body)));
+    }
+
+    /// Adds a case that needs the test kernel's keyrings (its key built in, revocations and
+    /// keys added at run time): on a distribution's kernel ([`crate::on_distro_kernel`]) it is
+    /// reported skipped, saying `why`.
+    pub fn test_kernel_case(
+        &mut self,
+        name: impl Into<String>,
+        why: &'static str,
+        body: impl FnOnce() -> Outcome + 'a,
+    ) {
+        let skip = crate::on_distro_kernel().then_some(why);
+        self.cases.push((name.into(), skip, Box::new(body)));
     }
 
     /// Runs every case in order, with `title` as a diagnostic line first; true when all passed.
     pub fn run(self, title: &str) -> bool {
         let mut ktap = crate::ktap::Writer::start(self.cases.len());
         ktap.diagnostic(title);
-        for (name, body) in self.cases {
+        for (name, skip, body) in self.cases {
+            if let Some(why) = skip {
+                ktap.skipped(&name, why);
+                continue;
+            }
             let outcome = body();
             ktap.result(&name, outcome.as_ref().err().map(String::as_str));
         }
@@ -60,6 +77,17 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
         self.map_err(|e| format!("{what}: {e}"))
     }
 }
+
+/// Why revocation cases cannot run on a distribution's kernel.
+pub const NEEDS_REVOCABLE_KERNEL: &str = "revoking adds a signed bin: entry to .blacklist, which this kernel refuses to user \
+     space (no CONFIG_SYSTEM_BLACKLIST_AUTH_UPDATE, as Debian's; it revokes through UEFI dbx)";
+/// Why runtime-added keys cannot be tested on a distribution's kernel.
+pub const NEEDS_TEST_KERNEL_KEY: &str = "a key added to .secondary_trusted_keys must be signed by a builtin key, here the \
+     distribution's";
+
+/// Why fault injection and kmemleak cannot run on a distribution's kernel.
+pub const NEEDS_DEBUG_KERNEL: &str = "needs the debug kernel's fault injection and kmemleak, which a distribution's \
+     kernel leaves out";
 
 /// Fails with `message` unless `condition` holds.
 pub fn ensure(condition: bool, message: impl FnOnce() -> String) -> Outcome {

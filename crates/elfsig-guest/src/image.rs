@@ -90,6 +90,11 @@ pub const HELLO_OUTPUT: &[u8] = elfsig_fixtures::HELLO_OUTPUT;
 
 /// The kernel command-line word that names the suite: `test`, `nobpf`, `stress`, `probe`.
 pub const SUITE: &str = "elfsig.suite";
+/// The kernel command-line word that says which kernel runs: `test` (ours, with the test kernel
+/// key in its builtin keyring; the default) or `distro` (a distribution's, whose keyrings hold
+/// the distribution's keys: the module embeds the test kernel key, and what needs the test
+/// kernel's keyrings cannot be tested).
+pub const KERNEL: &str = "elfsig.kernel";
 /// The kernel command-line word that says how many seconds the stress suite loads the system.
 pub const STRESS_SECONDS: &str = "elfsig.seconds";
 /// The kernel command-line word that names the bench suites to run (all when absent).

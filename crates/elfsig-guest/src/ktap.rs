@@ -31,6 +31,7 @@ pub struct Writer<W: Write = io::Stdout> {
     reported: usize,
     passed: usize,
     failed: usize,
+    skipped: usize,
 }
 
 impl Writer {
@@ -43,7 +44,7 @@ impl Writer {
 impl<W: Write> Writer<W> {
     /// Starts a run of `planned` tests on `out`.
     pub fn start_on(out: W, planned: usize) -> Self {
-        let mut writer = Writer { out, planned, reported: 0, passed: 0, failed: 0 };
+        let mut writer = Writer { out, planned, reported: 0, passed: 0, failed: 0, skipped: 0 };
         writer.line(format_args!("{VERSION}\n1..{planned}"));
         writer
     }
@@ -72,6 +73,15 @@ impl<W: Write> Writer<W> {
         }
     }
 
+    /// Reports the next test as skipped, saying why (KTAP's `SKIP` directive).
+    pub fn skipped(&mut self, name: &str, why: &str) {
+        self.reported += 1;
+        self.skipped += 1;
+        let name = name.replace(['#', '\n'], " ");
+        let number = self.reported;
+        self.line(format_args!("ok {number} {name} # SKIP {}", why.replace('\n', " | ")));
+    }
+
     /// A diagnostic line.
     pub fn diagnostic(&mut self, text: impl fmt::Display) {
         self.line(format_args!("# {}", text.to_string().replace('\n', " | ")));
@@ -79,8 +89,8 @@ impl<W: Write> Writer<W> {
 
     /// Ends the run with the totals line; true when every planned test was reported and passed.
     pub fn finish(mut self) -> bool {
-        let (passed, failed) = (self.passed, self.failed);
-        self.line(format_args!("{TOTALS}pass:{passed} fail:{failed} skip:0"));
+        let (passed, failed, skipped) = (self.passed, self.failed, self.skipped);
+        self.line(format_args!("{TOTALS}pass:{passed} fail:{failed} skip:{skipped}"));
         failed == 0 && self.reported == self.planned
     }
 }
@@ -245,5 +255,20 @@ ok 3 third
         let mut short = Writer::start_on(&mut out, 2);
         short.result("only", None);
         assert!(!short.finish(), "a run that reported one of two tests passed");
+    }
+
+    #[test]
+    fn a_skipped_test_says_why_and_is_counted() {
+        let mut out = Vec::new();
+        let mut writer = Writer::start_on(&mut out, 2);
+        writer.result("ran", None);
+        writer.skipped("needs#a\nkernel", "not here\nat all");
+        assert!(writer.finish(), "a skipped test failed the run");
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("ok 2 needs a kernel # SKIP not here | at all\n"), "{text}");
+        assert!(text.ends_with("# Totals: pass:1 fail:0 skip:1\n"), "{text}");
+        let report = parse(&text);
+        assert_eq!(report.results[1].diagnostic.as_deref(), Some("SKIP not here | at all"));
+        assert_eq!(report.check(), Ok(2));
     }
 }

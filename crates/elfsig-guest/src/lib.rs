@@ -34,6 +34,12 @@ pub fn cmdline(name: &str) -> Option<String> {
     cmdline.split_whitespace().find_map(|w| w.strip_prefix(&prefix)).map(str::to_owned)
 }
 
+/// Whether the guest runs on a distribution's kernel rather than the test kernel
+/// ([`image::KERNEL`]).
+pub fn on_distro_kernel() -> bool {
+    cmdline(image::KERNEL).as_deref() == Some("distro")
+}
+
 /// As PID 1, ends the VM.
 pub fn power_off_if_init() {
     if std::process::id() == 1 {

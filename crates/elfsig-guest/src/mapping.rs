@@ -5,8 +5,8 @@
 
 use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, runs,
-    stats, wait_for_log_budget, write_control, write_exec,
+    Context, NEEDS_REVOCABLE_KERNEL, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log,
+    keyring, read, refused, runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
     BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_OUTPUT, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY,
@@ -197,7 +197,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     });
     suite.case("library_signed_by_an_unknown_key_refused", || dlopen_refused(&library(LIB_OTHER_KEY), "unknown_key"));
     library_tamper_cases(suite);
-    suite.case("revoked_library_refused", || {
+    suite.test_kernel_case("revoked_library_refused", NEEDS_REVOCABLE_KERNEL, || {
         dlopen_loads(&library(LIB_REVOKED))?;
         let digest = manifest("revoke_lib_digest")?;
         let signature = read(LIB_REVOCATION)?;

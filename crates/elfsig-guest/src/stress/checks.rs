@@ -70,6 +70,10 @@ pub(crate) fn kernel_log_is_clean() -> Outcome {
         .take(5)
         .collect();
     ensure(bad.is_empty(), || format!("the kernel reported: {bad:?}"))?;
+    // A distribution's kernel has none of the checkers: what it reports is all there is.
+    if elfsig_guest::on_distro_kernel() {
+        return Ok(());
+    }
     ensure(log.iter().any(|l| l.contains("KernelAddressSanitizer initialized")), || {
         "KASAN is not running in this kernel".into()
     })?;

@@ -1,0 +1,205 @@
+//! Debian's own kernel, next to the 6.12 test kernel: Linux 7.2 from trixie-backports, built by
+//! Debian with gcc, `CONFIG_RUST=y`, BTF and the BPF LSM. Nothing of it is rebuilt: the module is
+//! built for it and the VM boots its unmodified `vmlinuz`.
+//!
+//! Everything happens in a Debian 13 build root that `mmdebstrap` makes once (cached outside the
+//! repository, named after what goes into it): the kernel's headers and source packages, and the
+//! very toolchain Debian built the kernel with (trixie's gcc-14, rustc 1.85.1, bindgen). That
+//! root is what a Debian user's machine has after `apt install`, so the module is built there as
+//! DKMS builds it for them, through `kmod/dkms/build`, which makes the Rust build artifacts
+//! Debian's headers leave out from `linux-source-7.2` (`kmod/dkms/rust-tree`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::cmd::Cmd;
+use crate::deps::{self, Need};
+use crate::kernel::Fnv;
+use crate::{Result, dkms, kmod, paths};
+
+/// The kernel: its release (`uname -r`), and the version of its packages.
+pub const RELEASE: &str = "7.2.12+deb13-amd64";
+const PACKAGE_VERSION: &str = "7.2.12-1~bpo13+1";
+/// How tasks and reports name it.
+pub const NAME: &str = "debian-7.2";
+
+/// The archive; `ELFSIG_DEBIAN_MIRROR` overrides it.
+const MIRROR: &str = "http://deb.debian.org/debian";
+
+/// What the build root needs on this machine.
+const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux")];
+
+/// The kernel's packages and the toolchain Debian built it with (the kernel's .config names
+/// gcc-14, rustc 1.85.1 and bindgen 0.71.1, which are trixie's), plus DKMS.
+fn packages() -> Vec<String> {
+    let mut packages: Vec<String> = [
+        "bc",
+        "bison",
+        "flex",
+        "libelf-dev",
+        "libssl-dev",
+        "openssl",
+        "rustc",
+        "rust-src",
+        "bindgen",
+        "libclang-dev",
+        "dwarves",
+        "kmod",
+        "cpio",
+        "xz-utils",
+        "python3",
+        "dkms",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    packages.push(format!("linux-headers-{RELEASE}={PACKAGE_VERSION}"));
+    packages.push(format!("linux-binary-{RELEASE}={PACKAGE_VERSION}"));
+    packages.push(format!("linux-source-7.2={PACKAGE_VERSION}"));
+    packages
+}
+
+/// Debian's kernel, ready to build modules for and to boot.
+#[derive(Clone, Debug)]
+pub struct DebianKernel {
+    /// The Debian 13 build root.
+    pub root: PathBuf,
+    /// The kernel image, as Debian ships it.
+    pub vmlinuz: PathBuf,
+}
+
+/// The build root, made if not cached.
+pub fn kernel() -> Result<DebianKernel> {
+    if !deps::is_root() {
+        return Err(format!(
+            "building for Debian's {RELEASE} kernel makes a Debian 13 build root (mmdebstrap, chroot): run as root"
+        ));
+    }
+    deps::ensure(HOST_TOOLS)?;
+    let mirror = std::env::var("ELFSIG_DEBIAN_MIRROR").unwrap_or_else(|_| MIRROR.to_owned());
+    let packages = packages();
+    let mut key = Fnv::new();
+    key.add(mirror.as_bytes());
+    for package in &packages {
+        key.add(package.as_bytes());
+    }
+    let parent = paths::cache().join("debian-kernel");
+    let dir = parent.join(format!("{RELEASE}-{:016x}", key.finish()));
+    let root = dir.join("root");
+    if dir.join("ready").exists() {
+        eprintln!("xtask: reusing Debian's {RELEASE} build root in {}", dir.display());
+    } else {
+        make_root(&dir, &mirror, &packages)?;
+    }
+    prune(&parent, &dir);
+    let vmlinuz = root.join(format!("usr/lib/modules/{RELEASE}/vmlinuz"));
+    if !vmlinuz.exists() {
+        return Err(format!("the build root has no {}", vmlinuz.display()));
+    }
+    Ok(DebianKernel { root, vmlinuz })
+}
+
+fn make_root(dir: &Path, mirror: &str, packages: &[String]) -> Result {
+    eprintln!("xtask: making a Debian 13 build root for {RELEASE} in {} (about a minute, once)", dir.display());
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Into a scratch name first: an interrupted run must not leave a root that looks ready.
+    let scratch = dir.join("root.new");
+    Cmd::new("mmdebstrap")
+        .args(["--variant=buildd", "--quiet"])
+        .arg(format!("--include={}", packages.join(",")))
+        .arg("trixie")
+        .arg(&scratch)
+        .arg(format!("deb {mirror} trixie main"))
+        .arg(format!("deb {mirror} trixie-backports main"))
+        .run()?;
+    fs::rename(&scratch, dir.join("root")).map_err(|e| format!("cannot rename {}: {e}", scratch.display()))?;
+    fs::write(dir.join("ready"), b"").map_err(|e| format!("cannot mark {} ready: {e}", dir.display()))
+}
+
+/// Removes build roots of other kernels or package sets (a few GB each).
+fn prune(parent: &Path, keep: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for stale in entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p != keep) {
+        eprintln!("xtask: removing the stale build root {}", stale.display());
+        let _ = fs::remove_dir_all(stale);
+    }
+}
+
+/// Runs `script` (sh) as root inside the build root, with its own /proc and a clean
+/// environment; the mount goes away with the command.
+pub fn run_in(root: &Path, script: &str) -> Result {
+    Cmd::new("unshare")
+        .args(["--mount", "--fork", "sh", "-c"])
+        .arg(
+            r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#,
+        )
+        .arg(root)
+        .arg(script)
+        .run()
+}
+
+/// Where the module's DKMS source tree goes in the build root, as `cargo xtask dkms` puts it.
+fn source_dir() -> String {
+    format!("/usr/src/elfsig-{}", dkms::VERSION)
+}
+
+/// Builds the module for Debian's kernel with `certs` (concatenated DER) embedded, through the
+/// DKMS build step a Debian user's `dkms install` runs, with warnings as errors; returns it
+/// under target/kmod/debian-7.2/.
+pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
+    let source = source_dir();
+    let staged = kernel.root.join(source.trim_start_matches('/'));
+    dkms::stage(&staged, certs)?;
+    run_in(
+        &kernel.root,
+        &format!(
+            "sh {source}/kmod/dkms/build /usr/src/linux-headers-{RELEASE} KCFLAGS='-g0 -Werror' KRUSTFLAGS=-Dwarnings"
+        ),
+    )?;
+    let built = staged.join("kmod/elfsig.ko");
+    check_module(&built)?;
+    let out = paths::target().join(format!("kmod/{NAME}"));
+    fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let ko = out.join("elfsig.ko");
+    fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
+    eprintln!("xtask: built {} for Debian's {RELEASE}", ko.display());
+    Ok(ko)
+}
+
+/// No panic symbol, and the kernel's exact release in its vermagic.
+fn check_module(ko: &Path) -> Result {
+    kmod::check_no_panics(ko)?;
+    let vermagic = Cmd::new("modinfo").args(["-F", "vermagic"]).arg(ko).read()?;
+    if vermagic.starts_with(&format!("{RELEASE} ")) {
+        Ok(())
+    } else {
+        Err(format!("{} is for {vermagic:?}, not {RELEASE}", ko.display()))
+    }
+}
+
+/// What a Debian user does: `dkms add` and `dkms build` of the staged tree (left there by
+/// [`build_module`]) for Debian's kernel, with Debian's own dkms, in the build root.
+pub fn dkms_test(kernel: &DebianKernel) -> Result {
+    let version = dkms::VERSION;
+    run_in(
+        &kernel.root,
+        &format!(
+            "dkms remove elfsig/{version} --all >/dev/null 2>&1; \
+             dkms add elfsig/{version} && dkms build elfsig/{version} -k {RELEASE}"
+        ),
+    )?;
+    let dir = kernel.root.join(format!("var/lib/dkms/elfsig/{version}/{RELEASE}/x86_64/module"));
+    // Debian's kernel compresses its modules (CONFIG_MODULE_COMPRESS_XZ), and DKMS follows it.
+    let compressed = dir.join("elfsig.ko.xz");
+    let ko = dir.join("elfsig.ko");
+    if compressed.exists() {
+        let _ = fs::remove_file(&ko);
+        Cmd::new("xz").args(["-d", "-k"]).arg(&compressed).run()?;
+    }
+    if !ko.exists() {
+        return Err(format!("dkms build reported success but left no module in {}", dir.display()));
+    }
+    check_module(&ko)?;
+    eprintln!("xtask: Debian's dkms built the module for {RELEASE}");
+    Ok(())
+}
