@@ -4,7 +4,10 @@
 //!
 //! Two VMs, one per host CPU, run `bench/` (the `elfsig-bench` program) as their init: each
 //! measures every other round and interleaves the four configurations within it; the host
-//! merges both. `--quick` does fewer repetitions of every suite.
+//! merges both. `--quick` does fewer repetitions of every suite. It runs on the 6.12 test kernel
+//! and then on Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels
+//! side by side before each one's own sections (`results-debian-7.2.csv`,
+//! `chart-debian-7.2.svg` for Debian's).
 
 mod chart;
 pub mod native;
@@ -13,12 +16,13 @@ mod results;
 mod stage;
 
 use std::fs;
+use std::path::Path;
 use std::time::Instant;
 
 use crate::cmd::Cmd;
 use crate::deps::{self, Need};
-use crate::vm::qemu;
-use crate::{Result, flags, keys, kmod, paths, tools};
+use crate::vm::{self, Kernels, qemu};
+use crate::{Result, debian_kernel, flags, keys, kmod, paths, tools};
 use elfsig_guest::image;
 
 /// What the bench needs besides the kernel build tools.
@@ -49,14 +53,26 @@ pub fn run(options: &flags::Bench) -> Result {
     if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s)) {
         return Err(format!("unknown suite {unknown:?}; the suites are {}", SUITES.join(", ")));
     }
-    bench(options.quick, &suites)
+    bench(options.quick, &suites, Kernels::parse(options.kernel.as_deref(), Kernels::Both)?)
 }
 
 /// The VM's suites, as `--suite` names them.
 const SUITES: [&str; 6] = ["coreutils", "libs", "exec", "unixbench", "apps", "large"];
 
-/// The bench, full or quick; every suite, or those named.
-pub fn bench(quick: bool, suites: &[&str]) -> Result {
+/// One kernel's bench run.
+struct KernelRun {
+    /// How the report names the kernel.
+    name: String,
+    /// What its files' names end with (`results{suffix}.csv`).
+    suffix: String,
+    results: results::Results,
+    accel: String,
+    seconds: f64,
+}
+
+/// The bench, full or quick; every suite, or those named; on the test kernel, Debian's, or
+/// both, one after the other, reported side by side.
+pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     let start = Instant::now();
     let started = Cmd::new("date").args(["-u", "+%Y-%m-%dT%H-%M-%SZ"]).read()?.trim().to_owned();
     deps::ensure(BENCH_PACKAGES)?;
@@ -66,12 +82,93 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
 
     let elfsig = tools::build_cli()?;
     let keys = keys::test_keys(&elfsig)?;
-    let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
     let program = tools::build_static("elfsig-bench")?;
-    let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
+    let mut runs = Vec::new();
+    if kernels.test() {
+        let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
+        let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
+        let name = "the 6.12 test kernel (no debug options)";
+        runs.push(run_vms(name, "", &kernel.bzimage, &initramfs, 1, "", quick, suites)?);
+    }
+    if kernels.debian() {
+        let (kernel, ko) = vm::debian_module(&keys)?;
+        let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
+        let name = format!("Debian's {} kernel", debian_kernel::RELEASE);
+        let distro = format!(" {}=distro", image::KERNEL);
+        let suffix = format!("-{}", debian_kernel::NAME);
+        runs.push(run_vms(&name, &suffix, &kernel.vmlinuz, &initramfs, vm::DEBIAN_CPUS, &distro, quick, suites)?);
+    }
+
+    let dir = paths::target().join("bench").join(&started);
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut report = String::new();
+    if runs.len() > 1 {
+        let kernels: Vec<(&str, &results::Results)> = runs.iter().map(|r| (r.name.as_str(), &r.results)).collect();
+        report.push_str(&report::side_by_side(&kernels));
+    }
+    for run in &runs {
+        let meta = report::Meta {
+            kernel: run.name.clone(),
+            suffix: run.suffix.clone(),
+            quick,
+            accel: run.accel.clone(),
+            started: started.clone(),
+            seconds: run.seconds,
+        };
+        let one = report::markdown(&run.results, &native, &meta);
+        if runs.len() > 1 {
+            // Each kernel's report becomes a section of the whole.
+            for line in one.lines() {
+                if line.starts_with('#') {
+                    report.push('#');
+                }
+                report.push_str(line);
+                report.push('\n');
+            }
+        } else {
+            report.push_str(&one);
+        }
+        files.push((format!("results{}.csv", run.suffix), run.results.csv()));
+        files.push((format!("chart{}.svg", run.suffix), chart::svg(&run.results)));
+    }
+    files.push(("report.md".to_owned(), report.clone()));
+    for (name, contents) in &files {
+        fs::write(dir.join(name), contents).map_err(|e| format!("cannot write {name}: {e}"))?;
+    }
+    let latest = paths::target().join("bench/latest");
+    let _ = fs::remove_dir_all(&latest);
+    fs::create_dir_all(&latest).map_err(|e| format!("cannot create {}: {e}", latest.display()))?;
+    for (name, _) in &files {
+        fs::copy(dir.join(name), latest.join(name)).map_err(|e| format!("cannot copy {name}: {e}"))?;
+    }
+    print!("{report}");
+    eprintln!(
+        "xtask: report in {} (and {}), {:.0} s",
+        latest.join("report.md").display(),
+        dir.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Boots the bench VMs on `kernel` with `cpus` vCPUs each and `extra` on the command line, and
+/// reads their measurements.
+#[allow(clippy::too_many_arguments)]
+fn run_vms(
+    name: &str,
+    suffix: &str,
+    kernel: &Path,
+    initramfs: &Path,
+    cpus: u32,
+    extra: &str,
+    quick: bool,
+    suites: &[&str],
+) -> Result<KernelRun> {
+    let start = Instant::now();
     // Emulated guests do not run exec-heavy work faster with more CPUs, but two one-CPU
     // guests do twice the work of one.
-    let labels: Vec<String> = (0..VMS).map(|i| format!("bench-{i}")).collect();
+    let labels: Vec<String> = (0..VMS).map(|i| format!("bench{suffix}-{i}")).collect();
     let appends: Vec<String> = (0..VMS)
         .map(|i| {
             let only = if suites.is_empty() {
@@ -79,17 +176,17 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
             } else {
                 format!(" {}={}", image::BENCH_SUITES, suites.join(","))
             };
-            format!("{}={} {}={i}/{VMS}{only}", image::BENCH_QUICK, u8::from(quick), image::BENCH_PART)
+            format!("{}={} {}={i}/{VMS}{only}{extra}", image::BENCH_QUICK, u8::from(quick), image::BENCH_PART)
         })
         .collect();
     let boots: Vec<qemu::Boot<'_>> = (0..VMS)
         .map(|i| qemu::Boot {
-            kernel: &kernel.bzimage,
-            initramfs: &initramfs,
+            kernel,
+            initramfs,
             append: &appends[i],
             timeout_secs: if quick { 1500 } else { 3000 },
             memory_mb: 3072,
-            cpus: 1,
+            cpus,
             label: &labels[i],
         })
         .collect();
@@ -97,28 +194,11 @@ pub fn bench(quick: bool, suites: &[&str]) -> Result {
     let consoles: Vec<(&str, &str)> = labels.iter().zip(&runs).map(|(l, r)| (l.as_str(), r.console.as_str())).collect();
     let results = results::Results::parse_all(&consoles)?;
     results.check_complete(if suites.is_empty() { &SUITES } else { suites })?;
-
-    let meta = report::Meta {
-        quick,
+    Ok(KernelRun {
+        name: name.to_owned(),
+        suffix: suffix.to_owned(),
+        results,
         accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
-        started: started.clone(),
         seconds: start.elapsed().as_secs_f64(),
-    };
-    let dir = paths::target().join("bench").join(&started);
-    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let report = report::markdown(&results, &native, &meta);
-    for (name, contents) in
-        [("results.csv", results.csv()), ("report.md", report.clone()), ("chart.svg", chart::svg(&results))]
-    {
-        fs::write(dir.join(name), contents).map_err(|e| format!("cannot write {name}: {e}"))?;
-    }
-    let latest = paths::target().join("bench/latest");
-    let _ = fs::remove_dir_all(&latest);
-    fs::create_dir_all(&latest).map_err(|e| format!("cannot create {}: {e}", latest.display()))?;
-    for name in ["results.csv", "report.md", "chart.svg"] {
-        fs::copy(dir.join(name), latest.join(name)).map_err(|e| format!("cannot copy {name}: {e}"))?;
-    }
-    print!("{report}");
-    eprintln!("xtask: report in {} (and {})", latest.join("report.md").display(), dir.display());
-    Ok(())
+    })
 }

@@ -36,6 +36,8 @@ xflags::xflags! {
             optional --quick
             /// Only this suite; repeatable.
             repeated --suite suite: String
+            /// Only on this kernel: `test` (the 6.12 test kernel) or `debian-7.2`.
+            optional --kernel kernel: String
         }
         /// Fuzz elfsig-core and the CLI's round trip (60 s per target by default).
         cmd fuzz {

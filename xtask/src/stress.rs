@@ -16,14 +16,15 @@ pub fn run(options: &flags::Stress) -> Result {
         None if options.quick => QUICK_SECONDS,
         None => 300,
     };
-    match options.kernel.as_deref() {
-        None | Some("test") => stress(seconds),
-        Some(crate::debian_kernel::NAME) => {
-            crate::deps::ensure(vm::VM_PACKAGES)?;
-            vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(seconds))
-        }
-        Some(other) => Err(format!("no kernel {other}: test or {}", crate::debian_kernel::NAME)),
+    let kernels = vm::Kernels::parse(options.kernel.as_deref(), vm::Kernels::Test)?;
+    if kernels.test() {
+        stress(seconds)?;
     }
+    if kernels.debian() {
+        crate::deps::ensure(vm::VM_PACKAGES)?;
+        vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(seconds))?;
+    }
+    Ok(())
 }
 
 /// The stress suite with `seconds` of load.

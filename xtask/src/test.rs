@@ -3,17 +3,13 @@
 use crate::cmd::Cmd;
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::kernel::{self, Flavor};
-use crate::{Result, bench, debian_kernel, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
+use crate::vm::Kernels;
+use crate::{Result, bench, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
     deps::ensure(GUARD_PACKAGES)?;
-    let kernels = match options.kernel.as_deref() {
-        None => Kernels::Both,
-        Some("test") => Kernels::Test,
-        Some(debian_kernel::NAME) => Kernels::Debian,
-        Some(other) => return Err(format!("no kernel {other}: test or {}", debian_kernel::NAME)),
-    };
+    let kernels = Kernels::parse(options.kernel.as_deref(), Kernels::Both)?;
     if options.vm_only {
         return vm_suite(kernels);
     }
@@ -27,28 +23,20 @@ pub fn run(options: &flags::Test) -> Result {
     nopanic::check()?;
     Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
     fuzz::smoke()?;
-    if kernels != Kernels::Debian {
+    if kernels.test() {
         vm_suite(Kernels::Test)?;
         dkms_build()?;
         stress::stress(stress::QUICK_SECONDS)?;
     }
-    if kernels != Kernels::Test {
+    if kernels.debian() {
         deps::ensure(vm::VM_PACKAGES)?;
         vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))?;
     }
     // A smoke test of the bench machinery (build, boot, every suite, report); its timings
     // are not asserted on.
-    bench::bench(true, &[])?;
+    bench::bench(true, &[], kernels)?;
     eprintln!("xtask: all tests passed");
     Ok(())
-}
-
-/// Which kernels the VM suites run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kernels {
-    Both,
-    Test,
-    Debian,
 }
 
 /// The kernel module's end-to-end suite in a VM, on the test kernel and on Debian's (the quick
@@ -56,10 +44,10 @@ enum Kernels {
 fn vm_suite(kernels: Kernels) -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    if kernels != Kernels::Debian {
+    if kernels.test() {
         vm::test_suite(&keys)?;
     }
-    if kernels != Kernels::Test {
+    if kernels.debian() {
         vm::debian_suites(&keys, None)?;
     }
     Ok(())

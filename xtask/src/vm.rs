@@ -38,8 +38,41 @@ pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
     run_suite(Flavor::Debug, keys, &[("stress", &append, timeout)])
 }
 
+/// Which kernels a task runs on (`--kernel test|debian-7.2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernels {
+    /// The 6.12 test kernel and Debian's 7.2.
+    Both,
+    /// The 6.12 test kernel.
+    Test,
+    /// Debian's 7.2 kernel.
+    Debian,
+}
+
+impl Kernels {
+    /// `--kernel`'s value; `default` without one.
+    pub fn parse(option: Option<&str>, default: Kernels) -> Result<Kernels> {
+        match option {
+            None => Ok(default),
+            Some("test") => Ok(Kernels::Test),
+            Some(debian_kernel::NAME) => Ok(Kernels::Debian),
+            Some(other) => Err(format!("no kernel {other}: test or {}", debian_kernel::NAME)),
+        }
+    }
+
+    /// Whether the test kernel is among them.
+    pub fn test(self) -> bool {
+        self != Kernels::Debian
+    }
+
+    /// Whether Debian's kernel is among them.
+    pub fn debian(self) -> bool {
+        self != Kernels::Test
+    }
+}
+
 /// The vCPUs of a Debian kernel boot (see [`debian_suites`]).
-const DEBIAN_CPUS: u32 = 1;
+pub const DEBIAN_CPUS: u32 = 1;
 
 /// The same suite on Debian's own kernel, with its unmodified `vmlinuz` and the module built for
 /// it (and by Debian's dkms, as a user's would be); then, given `stress_seconds`, the stress
@@ -47,9 +80,7 @@ const DEBIAN_CPUS: u32 = 1;
 /// kernel key's certificate too, and the guest is told (`elfsig.kernel=distro`) which cases need
 /// the test kernel's keyrings or its debug options.
 pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
-    let kernel = debian_kernel::kernel()?;
-    let certs = kmod::der_certificates(&[keys.module.cert.clone(), keys.kernel.cert.clone()])?;
-    let ko = debian_kernel::build_module(&kernel, &certs)?;
+    let (kernel, ko) = debian_module(keys)?;
     debian_kernel::dkms_test(&kernel)?;
     let distro = format!("{}=distro", image::KERNEL);
     let test = format!("{}=test {distro}", image::SUITE);
@@ -63,6 +94,15 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
         boot_suite(&kernel.vmlinuz, &ko, keys, DEBIAN_CPUS, &[(&label, &stress, 600 + 3 * seconds)])?;
     }
     Ok(())
+}
+
+/// Debian's kernel and the module built for it with the test keys' certificates embedded:
+/// the module key's, and the test kernel key's, which Debian's builtin keyring lacks.
+pub fn debian_module(keys: &TestKeys) -> Result<(debian_kernel::DebianKernel, std::path::PathBuf)> {
+    let kernel = debian_kernel::kernel()?;
+    let certs = kmod::der_certificates(&[keys.module.cert.clone(), keys.kernel.cert.clone()])?;
+    let ko = debian_kernel::build_module(&kernel, &certs)?;
+    Ok((kernel, ko))
 }
 
 /// Boots the guest on the `flavor` kernel with the test initramfs, once per `(label, append,

@@ -13,6 +13,10 @@ const PUBLISHED_C_MODULE: (f64, f64) = (1.35, 3.06);
 /// What the report says about the run itself.
 #[derive(Debug)]
 pub struct Meta {
+    /// Which kernel the VMs ran, as the report names it.
+    pub kernel: String,
+    /// What the names of its results and chart files end with.
+    pub suffix: String,
     /// `--quick`.
     pub quick: bool,
     /// QEMU accelerator used.
@@ -62,14 +66,15 @@ fn met(ok: bool) -> &'static str {
 /// The report.
 pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "# elfsig benchmarks\n");
+    let _ = writeln!(md, "# elfsig benchmarks: {}\n", meta.kernel);
     let _ = writeln!(
         md,
-        "{} run started {}, {:.0} s. Bench VMs: two QEMU ({}) guests of 1 vCPU side by side, each measuring every other round, the test kernel (no debug options). Host CPU: {}.\n",
+        "{} run started {}, {:.0} s. Bench VMs: two QEMU ({}) guests of 1 vCPU side by side, each measuring every other round, on {}. Host CPU: {}.\n",
         if meta.quick { "Quick (`--quick`)" } else { "Full" },
         meta.started,
         meta.seconds,
         meta.accel,
+        meta.kernel,
         native.cpu
     );
     md.push_str(
@@ -77,8 +82,9 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
          loaded), `elfsig-cold` (module enforcing with its mapping guard attached, so that every library is \
          checked too; verdict cache flushed before every exec), `elfsig-warm` (the same, cache warm), `ima` (IMA \
          appraisal, `appraise func=BPRM_CHECK` and `func=MMAP_CHECK` with `appraise_type=imasig`, on copies of \
-         the same programs and libraries). Raw measurements: `results.csv`; chart: `chart.svg`.\n\n",
+         the same programs and libraries).",
     );
+    let _ = writeln!(md, " Raw measurements: `results{0}.csv`; chart: `chart{0}.svg`.\n", meta.suffix);
     if meta.accel == "tcg" {
         md.push_str(
             "The VM runs under TCG emulation, where hashing is far slower than on real hardware: the native \
@@ -214,6 +220,53 @@ fn coreutils(md: &mut String, results: &Results, native: &Native) {
         );
     }
     md.push('\n');
+}
+
+/// The headline ratios of each kernel's run, one column per kernel: what a reader compares
+/// first. Each kernel's own section follows with everything it measured.
+pub fn side_by_side(kernels: &[(&str, &Results)]) -> String {
+    let mut md = String::from("# elfsig benchmarks, kernel by kernel\n\n");
+    md.push_str(
+        "Each kernel's VMs ran the same initramfs and configurations, one kernel after the other; ratios are \
+         against that kernel's own `baseline`, interleaved in the same runs. Medians over the coreutils \
+         programs; totals over the runs for the `libs` cases.\n\n",
+    );
+    let _ = write!(md, "| measure |");
+    for (name, _) in kernels {
+        let _ = write!(md, " {name} |");
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---:|".repeat(kernels.len()));
+    md.push('\n');
+    let mut row = |label: &str, value: &dyn Fn(&Results) -> Option<f64>| {
+        let _ = write!(md, "| {label} |");
+        for (_, results) in kernels {
+            match value(results) {
+                Some(v) if v.is_finite() => {
+                    let _ = write!(md, " {v:.3}x |");
+                }
+                _ => md.push_str(" - |"),
+            }
+        }
+        md.push('\n');
+    };
+    for config in ["elfsig-warm", "elfsig-cold", "ima"] {
+        row(&format!("coreutils, {config}"), &|r: &Results| {
+            let ratios: Vec<f64> =
+                r.cases("coreutils").iter().map(|program| coreutils_ratio(r, program, config)).collect();
+            (!ratios.is_empty()).then(|| median(&ratios))
+        });
+    }
+    let cases: Vec<String> = kernels.first().map(|(_, r)| r.cases("libs")).unwrap_or_default();
+    for case in &cases {
+        for config in ["elfsig-warm", "ima"] {
+            row(&format!("libs {case}, {config}"), &|r: &Results| {
+                r.cases("libs").contains(case).then(|| libs_ratio(r, case, config))
+            });
+        }
+    }
+    md.push('\n');
+    md
 }
 
 /// The ratio of `config` to baseline for one libs case (totals over all runs).
