@@ -61,8 +61,8 @@ impl kernel::Module for Elfsig {
         let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
         let exec_end = exec_end::Probe::register()?;
         if let Err(why) = STATE.guard.offer() {
-            // From 6.13 on, the print macros take the kernel's own Display, which `Arguments`
-            // has and `Unavailable` has not.
+            // After 6.12 the print macros take the kernel's own Display, which `Arguments` has
+            // and `Unavailable` has not.
             if params.require_mmap_guard {
                 pr_err!(
                     "the mapping guard is unavailable: {}; require_mmap_guard=1 refuses to load\n",

@@ -83,6 +83,9 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     let elfsig = tools::build_cli()?;
     let keys = keys::test_keys(&elfsig)?;
     let program = tools::build_static("elfsig-bench")?;
+    // Debian's module first: a failure there (not root, no network) must not come after the
+    // test kernel's long run and lose it.
+    let debian = if kernels.debian() { Some(vm::debian_module(&keys)?) } else { None };
     let mut runs = Vec::new();
     if kernels.test() {
         let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
@@ -90,9 +93,8 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         let name = "the 6.12 test kernel (no debug options)";
         runs.push(run_vms(name, "", &kernel.bzimage, &initramfs, 1, "", quick, suites)?);
     }
-    if kernels.debian() {
-        let (kernel, ko) = vm::debian_module(&keys)?;
-        let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
+    if let Some((kernel, ko)) = &debian {
+        let initramfs = stage::initramfs(&elfsig, &program, ko, &keys)?;
         let name = format!("Debian's {} kernel", debian_kernel::RELEASE);
         let distro = format!(" {}=distro", image::KERNEL);
         let suffix = format!("-{}", debian_kernel::NAME);

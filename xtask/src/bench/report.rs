@@ -64,10 +64,13 @@ fn pct(value: f64, base: f64) -> String {
 const WIDEST_INTERVAL: f64 = 0.05;
 
 /// The verdict on differences from baseline, each `(difference, 95% interval)` as fractions,
-/// that should be noise: not met when one is outside its interval (and above 1%);
-/// inconclusive when all are inside but some interval is too wide to tell; met otherwise.
+/// that should be noise: not measured without any; not met when one is outside its interval
+/// (and above 1%); inconclusive when all are inside but some interval is too wide to tell; met
+/// otherwise.
 fn within_noise(rows: &[(f64, f64)]) -> &'static str {
-    if rows.iter().any(|&(diff, interval)| diff.abs() > interval.max(0.01)) {
+    if rows.is_empty() {
+        "not measured"
+    } else if rows.iter().any(|&(diff, interval)| diff.abs() > interval.max(0.01)) {
         met(false)
     } else if rows.iter().any(|&(_, interval)| interval.is_nan() || interval > WIDEST_INTERVAL) {
         "**inconclusive**: an interval is wider than ±5%, rerun on a quiet machine"
@@ -486,6 +489,6 @@ mod tests {
         assert!(within_noise(&[(0.0, 0.02), (0.001, f64::NAN)]).starts_with("**inconclusive**"));
         // A difference outside its interval is measured, however wide another interval is.
         assert_eq!(within_noise(&[(0.2, 0.1), (0.0, 0.9)]), "**not met**");
-        assert_eq!(within_noise(&[]), "met");
+        assert_eq!(within_noise(&[]), "not measured");
     }
 }
