@@ -157,24 +157,13 @@ pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
         ),
     )?;
     let built = staged.join("kmod/elfsig.ko");
-    check_module(&built)?;
+    kmod::check_built_for(&built, RELEASE)?;
     let out = paths::target().join(format!("kmod/{NAME}"));
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let ko = out.join("elfsig.ko");
     fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
     eprintln!("xtask: built {} for Debian's {RELEASE}", ko.display());
     Ok(ko)
-}
-
-/// No panic symbol, and the kernel's exact release in its vermagic.
-fn check_module(ko: &Path) -> Result {
-    kmod::check_no_panics(ko)?;
-    let vermagic = Cmd::new("modinfo").args(["-F", "vermagic"]).arg(ko).read()?;
-    if vermagic.starts_with(&format!("{RELEASE} ")) {
-        Ok(())
-    } else {
-        Err(format!("{} is for {vermagic:?}, not {RELEASE}", ko.display()))
-    }
 }
 
 /// What a Debian user does: `dkms add` and `dkms build` of the staged tree (left there by
@@ -199,7 +188,7 @@ pub fn dkms_test(kernel: &DebianKernel) -> Result {
     if !ko.exists() {
         return Err(format!("dkms build reported success but left no module in {}", dir.display()));
     }
-    check_module(&ko)?;
+    kmod::check_built_for(&ko, RELEASE)?;
     eprintln!("xtask: Debian's dkms built the module for {RELEASE}");
     Ok(())
 }

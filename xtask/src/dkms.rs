@@ -107,24 +107,54 @@ pub fn test(tree: &Path) -> Result {
     if !ko.exists() {
         return Err(format!("dkms build reported success but left no {}", ko.display()));
     }
-    kmod::check_no_panics(&ko)?;
-    let vermagic = Cmd::new("modinfo").args(["-F", "vermagic"]).arg(&ko).read()?;
-    if !vermagic.starts_with(&format!("{release} ")) {
-        return Err(format!("{} is for {vermagic:?}, not {release}", ko.display()));
-    }
+    kmod::check_built_for(&ko, release)?;
     eprintln!("xtask: dkms built {} for {release}", ko.display());
     refuses_kernels_that_cannot_build_it(&work, tree)
 }
 
 /// The build step says why, and fails, for a tree without `.config`, without Rust, without
-/// Rust build artifacts and a source to make them from, or built with another rustc.
+/// Rust build artifacts and a source to make them from, with a source of another version, or
+/// built with another rustc.
 fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
     let config = fs::read_to_string(tree.join(".config")).map_err(|e| format!("cannot read .config: {e}"))?;
     let fake = work.join("fake-kernel");
-    let cases: [(&str, Option<String>, bool, &str); 4] = [
-        ("no .config", None, false, "it has no .config"),
-        ("no Rust", Some(config.replace("CONFIG_RUST=y", "# CONFIG_RUST is not set")), true, "without Rust support"),
-        ("no Rust artifacts", Some(config.clone()), false, "no Rust build artifacts (rust/), and there is no"),
+    // Without a source to make the Rust artifacts from (this machine has the test kernel's), or
+    // with the source of another version.
+    let no_source = work.join("no-such-source.tar.xz");
+    let other_source = work.join("linux-source-1.2.tar.xz");
+    let unpacked = work.join("other-source/linux-source-1.2");
+    fs::create_dir_all(&unpacked).map_err(|e| format!("cannot create {}: {e}", unpacked.display()))?;
+    write(&unpacked.join("Makefile"), b"VERSION = 1\nPATCHLEVEL = 2\nSUBLEVEL = 3\n")?;
+    Cmd::new("tar")
+        .arg("-cJf")
+        .arg(&other_source)
+        .arg("-C")
+        .arg(work.join("other-source"))
+        .arg("linux-source-1.2")
+        .run()?;
+    let cases: [(&str, Option<String>, bool, &Path, &str); 5] = [
+        ("no .config", None, false, &no_source, "it has no .config"),
+        (
+            "no Rust",
+            Some(config.replace("CONFIG_RUST=y", "# CONFIG_RUST is not set")),
+            true,
+            &no_source,
+            "without Rust support",
+        ),
+        (
+            "no Rust artifacts",
+            Some(config.clone()),
+            false,
+            &no_source,
+            "no Rust build artifacts (rust/), and there is no",
+        ),
+        (
+            "a source of another version",
+            Some(config.clone()),
+            false,
+            &other_source,
+            "linux-source-1.2.tar.xz is Linux 1.2.3, the kernel is 6.12.117",
+        ),
         (
             "another rustc",
             Some(
@@ -141,11 +171,13 @@ fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
                     .join("\n"),
             ),
             true,
+            &no_source,
             "was built with rustc 1.0.0 and this machine's rustc is rustc ",
         ),
     ];
+    let cache = work.join("kbuild");
     let build = work.join(format!("src/elfsig-{VERSION}/kmod/dkms/build"));
-    for (what, config, artifacts, expected) in cases {
+    for (what, config, artifacts, source, expected) in cases {
         let _ = fs::remove_dir_all(&fake);
         fs::create_dir_all(fake.join("rust")).map_err(|e| format!("cannot create {}: {e}", fake.display()))?;
         if let Some(config) = config {
@@ -164,15 +196,18 @@ fn refuses_kernels_that_cannot_build_it(work: &Path, tree: &Path) -> Result {
             .arg(&build)
             .arg(&fake)
             .env("PATH", deps::path_with_cargo_bin())
-            // Without a source to make the Rust artifacts from (this machine has the test
-            // kernel's).
-            .env("ELFSIG_KERNEL_SOURCE", work.join("no-such-source.tar.xz"))
+            .env("ELFSIG_KERNEL_SOURCE", source)
+            .env("ELFSIG_KBUILD_CACHE", &cache)
             .output()
             .map_err(|e| format!("cannot run {}: {e}", build.display()))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         let said = format!("elfsig: cannot build for the kernel in {}: ", fake.display());
         if out.status.success() || !stderr.starts_with(&said) || !stderr.contains(expected) {
             return Err(format!("dkms build step, {what}: {} and said {stderr:?}, expected {expected:?}", out.status));
+        }
+        // A refused source leaves no half-made tree behind.
+        if cache.join("6.12.117-fake").exists() || cache.join("6.12.117-fake.new").exists() {
+            return Err(format!("dkms build step, {what}: left a Rust build tree in {}", cache.display()));
         }
     }
     eprintln!("xtask: the dkms build step refuses, saying why, kernels that cannot build the module");

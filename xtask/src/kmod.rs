@@ -118,6 +118,17 @@ pub fn check_no_panics(ko: &Path) -> Result {
     }
 }
 
+/// A module built for `release`: no panic symbol, and that exact release in its vermagic.
+pub fn check_built_for(ko: &Path, release: &str) -> Result {
+    check_no_panics(ko)?;
+    let vermagic = Cmd::new("modinfo").args(["-F", "vermagic"]).arg(ko).read()?;
+    if vermagic.starts_with(&format!("{release} ")) {
+        Ok(())
+    } else {
+        Err(format!("{} is for {vermagic:?}, not {release}", ko.display()))
+    }
+}
+
 /// The test kernel of `flavor` and the module built for it (embedding the module test key).
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
