@@ -10,6 +10,7 @@ pub mod hex;
 pub mod output;
 pub mod reader;
 pub mod replace;
+pub mod skip;
 pub mod stream;
 pub mod walk;
 

@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::error::Error;
+use crate::skip::Skip;
 
 /// How one file went.
 #[derive(Debug)]
@@ -21,8 +22,8 @@ pub enum Outcome {
         /// Printed on stderr unless quiet.
         notes: Vec<String>,
     },
-    /// Not an ELF file, found while walking a directory: skipped with a note.
-    Skipped,
+    /// Found while walking a directory and left alone (see [`Skip`]).
+    Skipped(Skip),
     /// Failed; with a line for standard output when the format reports failures there too.
     Failed(Error, Option<String>),
 }
@@ -85,7 +86,8 @@ pub fn run_all(
         bar.finish_and_clear();
     }
 
-    let (mut done, mut skipped, mut failed) = (0usize, 0usize, 0usize);
+    let (mut done, mut failed) = (0usize, 0usize);
+    let mut skipped: std::collections::BTreeMap<Skip, usize> = std::collections::BTreeMap::new();
     let stdout = std::io::stdout();
     let mut stdout = stdout.lock();
     for (path, outcome) in paths.iter().zip(outcomes) {
@@ -101,10 +103,10 @@ pub fn run_all(
                     }
                 }
             }
-            Outcome::Skipped => {
-                skipped += 1;
-                if !quiet {
-                    note_about(path, "skipped: not an ELF file");
+            Outcome::Skipped(skip) => {
+                *skipped.entry(skip).or_default() += 1;
+                if !quiet && skip.noted() {
+                    note_about(path, format_args!("skipped: {}", skip.why()));
                 }
             }
             Outcome::Failed(error, line) => {
@@ -119,8 +121,10 @@ pub fn run_all(
     let _ = stdout.flush();
     if !quiet && paths.len() > 1 {
         let mut summary = format!("{verb}: {done} done");
-        if skipped > 0 {
-            summary += &format!(", {skipped} skipped");
+        let skipped_total: usize = skipped.values().sum();
+        if skipped_total > 0 {
+            let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
+            summary += &format!(", {skipped_total} skipped ({})", each.join(", "));
         }
         if failed > 0 {
             summary += &format!(", {failed} failed");

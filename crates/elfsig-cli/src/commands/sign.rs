@@ -17,6 +17,7 @@ use crate::elf_file::{self, OpenFile, Signature};
 use crate::error::Error;
 use crate::output::{self, Outcome, Verbosity};
 use crate::replace::{Keep, Replacement};
+use crate::skip::Skip;
 use crate::stream::{self, StreamError};
 use crate::walk;
 
@@ -29,8 +30,8 @@ pub fn run(args: &SignArgs, quiet: bool) -> Result<ExitCode, Error> {
     let signer = RecordSigner::new(key::load(&args.key)?, &certificate)?;
     let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
     Ok(output::run_all(&targets, Verbosity::from_quiet(quiet), "signed", |index, path| {
-        if index >= explicit && !elf_file::has_elf_magic(path) {
-            return Outcome::Skipped;
+        if let Some(skip) = (index >= explicit).then(|| Skip::classify(path)).flatten() {
+            return Outcome::Skipped(skip);
         }
         match sign_file(path, args.output.as_deref(), &signer) {
             Ok(notes) => Outcome::Done { line: None, notes },

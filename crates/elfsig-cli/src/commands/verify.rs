@@ -9,9 +9,10 @@ use elfsig_core::Structure;
 use crate::cli::VerifyArgs;
 use crate::crypto::cert::{self, TrustedCert};
 use crate::crypto::trust::{Certificates, Heap, Sha2};
-use crate::elf_file::{self, OpenFile};
+use crate::elf_file::OpenFile;
 use crate::error::Error;
 use crate::output::{self, Outcome, Verbosity};
+use crate::skip::Skip;
 use crate::walk;
 
 /// Runs the command.
@@ -22,8 +23,8 @@ pub fn run(args: &VerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
     }
     let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
     Ok(output::run_all(&targets, Verbosity::from_quiet(quiet), "verified", |index, path| {
-        if index >= explicit && !elf_file::has_elf_magic(path) {
-            return Outcome::Skipped;
+        if let Some(skip) = (index >= explicit).then(|| Skip::classify(path)).flatten() {
+            return Outcome::Skipped(skip);
         }
         match verify_file(path, &trusted) {
             Ok(verified) => Outcome::Done {

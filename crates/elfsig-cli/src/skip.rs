@@ -1,0 +1,98 @@
+//! What `--recursive` leaves alone in a real tree, and why: files that are not programs or
+//! libraries the kernel runs or maps, or whose last bytes belong to someone else. Files named
+//! on the command line are never skipped: asking for a file by name gets its error.
+
+use std::path::Path;
+
+use elfsig_core::elf::{SHT_NOBITS, SHT_PROGBITS};
+use elfsig_core::{FileHeader, SectionTable};
+
+use crate::elf_file::{self, OpenFile};
+
+/// `e_type` of relocatable objects (`.o`, kernel modules).
+const ET_REL: u16 = 1;
+/// `e_type` of core dumps.
+const ET_CORE: u16 = 4;
+/// Section flag: holds machine code.
+const SHF_EXECINSTR: u64 = 4;
+/// How many section headers are looked at to tell a debug file.
+const MAX_SECTIONS: u64 = 4096;
+
+/// Why a file found while walking a directory is left alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    /// Not ELF at all: scripts, data, archives (`.a`), compressed kernel modules.
+    NotElf,
+    /// A kernel module (`.ko`): the kernel's own signature is appended to it and must stay
+    /// last; `scripts/sign-file` signs it.
+    KernelModule,
+    /// A relocatable object (`.o`): linked into programs, never run or mapped.
+    Object,
+    /// A separate debug file (`/usr/lib/debug/...`): sections without code, never run.
+    DebugFile,
+    /// A core dump.
+    CoreDump,
+}
+
+impl Skip {
+    /// Why, for the note about the file.
+    pub fn why(self) -> &'static str {
+        match self {
+            Skip::NotElf => "not an ELF file",
+            Skip::KernelModule => {
+                "a kernel module, whose own signature must stay last (sign it with the kernel's sign-file)"
+            }
+            Skip::Object => "a relocatable object, never run or mapped",
+            Skip::DebugFile => "a separate debug file, without code",
+            Skip::CoreDump => "a core dump",
+        }
+    }
+
+    /// What the summary calls a number of them.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Skip::NotElf => "not ELF",
+            Skip::KernelModule => "kernel modules",
+            Skip::Object => "objects",
+            Skip::DebugFile => "debug files",
+            Skip::CoreDump => "core dumps",
+        }
+    }
+
+    /// Whether every such file gets a note (files that are not ELF are only counted: a
+    /// system's tree holds thousands).
+    pub fn noted(self) -> bool {
+        self != Skip::NotElf
+    }
+
+    /// Why `path` is left alone, if it is. A file that cannot be read or parsed is not
+    /// skipped: signing or verifying it reports what is wrong.
+    pub fn classify(path: &Path) -> Option<Skip> {
+        if !elf_file::has_elf_magic(path) {
+            return Some(Skip::NotElf);
+        }
+        let file = OpenFile::open(path).ok()?;
+        let mut reader = file.reader();
+        let header = FileHeader::read(&mut reader, file.size()).ok()?;
+        match header.e_type {
+            ET_REL if path.extension().is_some_and(|e| e == "ko") => Some(Skip::KernelModule),
+            ET_REL => Some(Skip::Object),
+            ET_CORE => Some(Skip::CoreDump),
+            _ => {
+                // A debug file made by `objcopy --only-keep-debug` keeps the section headers
+                // of the code, as NOBITS; a program or library has the code itself.
+                let table = SectionTable::read(&header, &mut reader, file.size()).ok()??;
+                let (mut code, mut code_left_out) = (false, false);
+                // Debug files have tens of sections; a table of thousands is no debug file.
+                for index in 1..=table.last_index().min(MAX_SECTIONS) {
+                    let section = table.entry(&mut reader, index).ok()?;
+                    if section.sh_flags & SHF_EXECINSTR != 0 {
+                        code |= section.sh_type == SHT_PROGBITS;
+                        code_left_out |= section.sh_type == SHT_NOBITS;
+                    }
+                }
+                (code_left_out && !code).then_some(Skip::DebugFile)
+            }
+        }
+    }
+}
