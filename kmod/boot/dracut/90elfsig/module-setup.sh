@@ -1,0 +1,28 @@
+#!/bin/bash
+# dracut module (/usr/lib/dracut/modules.d/90elfsig/): puts the elfsig module, its parameters
+# (/etc/modprobe.d/elfsig.conf) and elfsig-guard into the initramfs, and loads them before udev
+# starts (elfsig-load.sh), so that everything the root file system runs is verified.
+#
+# A kernel without the module fails the initramfs build rather than boot a host that is meant
+# to refuse unsigned code without it: build it first (`dkms install elfsig`).
+
+check() {
+    return 0
+}
+
+depends() {
+    return 0
+}
+
+installkernel() {
+    if ! hostonly='' instmods -c elfsig; then
+        derror "elfsig: no elfsig module for kernel $kernel; build it (dkms install elfsig/VERSION -k $kernel)"
+        return 1
+    fi
+}
+
+install() {
+    inst_hook pre-udev 00 "$moddir/elfsig-load.sh"
+    inst_multiple -o elfsig-guard
+    [ -f /etc/modprobe.d/elfsig.conf ] && inst_simple /etc/modprobe.d/elfsig.conf
+}
