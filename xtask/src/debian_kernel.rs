@@ -10,8 +10,9 @@
 //! Debian's headers leave out from `linux-source-7.2` (`kmod/dkms/rust-tree`).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use crate::chroot::{self, run_in};
 use crate::cmd::Cmd;
 use crate::deps::{self, Need};
 use crate::kernel::Fnv;
@@ -82,60 +83,19 @@ pub fn kernel() -> Result<DebianKernel> {
     for package in &packages {
         key.add(package.as_bytes());
     }
-    let parent = paths::cache().join("debian-kernel");
-    let dir = parent.join(format!("{RELEASE}-{:016x}", key.finish()));
-    let root = dir.join("root");
-    if dir.join("ready").exists() {
-        eprintln!("xtask: reusing Debian's {RELEASE} build root in {}", dir.display());
-    } else {
-        make_root(&dir, &mirror, &packages)?;
-    }
-    prune(&parent, &dir);
+    let root = chroot::cached_root(
+        &paths::cache().join("debian-kernel"),
+        &format!("{RELEASE}-{:016x}", key.finish()),
+        &format!("Debian's {RELEASE} build root"),
+        &["--variant=buildd".into(), "--quiet".into(), format!("--include={}", packages.join(","))],
+        "trixie",
+        &[format!("deb {mirror} trixie main"), format!("deb {mirror} trixie-backports main")],
+    )?;
     let vmlinuz = root.join(format!("usr/lib/modules/{RELEASE}/vmlinuz"));
     if !vmlinuz.exists() {
         return Err(format!("the build root has no {}", vmlinuz.display()));
     }
     Ok(DebianKernel { root, vmlinuz })
-}
-
-fn make_root(dir: &Path, mirror: &str, packages: &[String]) -> Result {
-    eprintln!("xtask: making a Debian 13 build root for {RELEASE} in {} (about a minute, once)", dir.display());
-    let _ = fs::remove_dir_all(dir);
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    // Into a scratch name first: an interrupted run must not leave a root that looks ready.
-    let scratch = dir.join("root.new");
-    Cmd::new("mmdebstrap")
-        .args(["--variant=buildd", "--quiet"])
-        .arg(format!("--include={}", packages.join(",")))
-        .arg("trixie")
-        .arg(&scratch)
-        .arg(format!("deb {mirror} trixie main"))
-        .arg(format!("deb {mirror} trixie-backports main"))
-        .run()?;
-    fs::rename(&scratch, dir.join("root")).map_err(|e| format!("cannot rename {}: {e}", scratch.display()))?;
-    fs::write(dir.join("ready"), b"").map_err(|e| format!("cannot mark {} ready: {e}", dir.display()))
-}
-
-/// Removes build roots of other kernels or package sets (a few GB each).
-fn prune(parent: &Path, keep: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
-    for stale in entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p != keep) {
-        eprintln!("xtask: removing the stale build root {}", stale.display());
-        let _ = fs::remove_dir_all(stale);
-    }
-}
-
-/// Runs `script` (sh) as root inside the build root, with its own /proc and a clean
-/// environment; the mount goes away with the command.
-pub fn run_in(root: &Path, script: &str) -> Result {
-    Cmd::new("unshare")
-        .args(["--mount", "--fork", "sh", "-c"])
-        .arg(
-            r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#,
-        )
-        .arg(root)
-        .arg(script)
-        .run()
 }
 
 /// Where the module's DKMS source tree goes in the build root, as `cargo xtask dkms` puts it.

@@ -1,0 +1,56 @@
+//! Debian root file systems made by `mmdebstrap` and kept in the cache (Debian's 7.2 build root,
+//! the signed Debian system), and running commands inside them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::Result;
+use crate::cmd::Cmd;
+
+/// Runs `script` (sh) as root inside `root`, with its own /proc and a clean environment; the
+/// mount goes away with the command.
+pub fn run_in(root: &Path, script: &str) -> Result {
+    Cmd::new("unshare")
+        .args(["--mount", "--fork", "sh", "-c"])
+        .arg(
+            r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#,
+        )
+        .arg(root)
+        .arg(script)
+        .run()
+}
+
+/// The root file system `parent/name/root`, made by `mmdebstrap` with `args` (options, suite,
+/// then the archive lines; the target directory goes between suite and archive) unless a
+/// previous run finished making it; other roots under `parent` are removed (a few GB each).
+/// `what` names it in messages.
+pub fn cached_root(
+    parent: &Path,
+    name: &str,
+    what: &str,
+    options: &[String],
+    suite: &str,
+    archive: &[String],
+) -> Result<PathBuf> {
+    let dir = parent.join(name);
+    let root = dir.join("root");
+    if dir.join("ready").exists() {
+        eprintln!("xtask: reusing {what} in {}", root.display());
+    } else {
+        eprintln!("xtask: making {what} in {} (a minute or two, once)", root.display());
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // Into a scratch name first: an interrupted run must not leave a root that looks ready.
+        let scratch = dir.join("root.new");
+        Cmd::new("mmdebstrap").args(options).arg(suite).arg(&scratch).args(archive).run()?;
+        fs::rename(&scratch, &root).map_err(|e| format!("cannot rename {}: {e}", scratch.display()))?;
+        fs::write(dir.join("ready"), b"").map_err(|e| format!("cannot mark {} ready: {e}", dir.display()))?;
+    }
+    if let Ok(entries) = fs::read_dir(parent) {
+        for stale in entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| *p != dir) {
+            eprintln!("xtask: removing the stale {}", stale.display());
+            let _ = fs::remove_dir_all(stale);
+        }
+    }
+    Ok(root)
+}
