@@ -183,6 +183,7 @@ fn run_vms(
         .collect();
     let boots: Vec<qemu::Boot<'_>> = (0..VMS)
         .map(|i| qemu::Boot {
+            disk: None,
             kernel,
             initramfs,
             append: &appends[i],

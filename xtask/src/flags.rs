@@ -48,6 +48,11 @@ xflags::xflags! {
             /// Fuzz nothing: report the line coverage of each corpus.
             optional --coverage
         }
+        /// A whole Debian 12 system, signed with `elfsig sign --recursive`, booted on the test
+        /// kernel with the module loaded (locked, enforcing) from its initramfs: systemd's boot, a
+        /// workload, refusals; then the unsigned system in permissive mode, listing what is left
+        /// to sign.
+        cmd distro {}
         /// The stress and fault-injection suite on the debug kernel (300 s of load by default).
         cmd stress {
             /// 60 s of load, as `cargo xtask test` runs it.

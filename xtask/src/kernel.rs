@@ -1,8 +1,9 @@
-//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config` (and,
-//! for the debug kernel, `kmod/kernel-debug.config`), with the test kernel key's certificate
-//! built in. Built once into the cache outside the repository,
-//! in a directory named after everything that goes into it (source version, configuration,
-//! certificate, toolchain), so a repeat run reuses it and any change builds afresh.
+//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config`, then
+//! `kmod/kernel-system.config` for the test kernel (what booting a whole Debian system takes) or
+//! `kmod/kernel-debug.config` for the debug kernel, with the test kernel key's certificate built
+//! in. Built once into the cache outside the repository, in a directory named after everything
+//! that goes into it (source version, configuration, certificate, toolchain), so a repeat run
+//! reuses it and any change builds afresh.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -59,7 +60,7 @@ impl Flavor {
     /// The configuration fragments merged over `tinyconfig`, in order.
     fn fragments(self) -> &'static [&'static str] {
         match self {
-            Flavor::Release => &["kmod/kernel.config"],
+            Flavor::Release => &["kmod/kernel.config", "kmod/kernel-system.config"],
             Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-debug.config"],
         }
     }

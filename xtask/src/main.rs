@@ -8,9 +8,11 @@
 #![allow(unreachable_pub)]
 
 mod bench;
+mod chroot;
 mod cmd;
 mod debian_kernel;
 mod deps;
+mod distro;
 mod dkms;
 mod flags;
 mod fuzz;
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         flags::XtaskCmd::Bench(options) => bench::run(&options),
         flags::XtaskCmd::Fuzz(options) => fuzz::run(&options),
         flags::XtaskCmd::Stress(options) => stress::run(&options),
+        flags::XtaskCmd::Distro(options) => distro::run(&options),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

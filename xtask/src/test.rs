@@ -4,7 +4,7 @@ use crate::cmd::Cmd;
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::kernel::{self, Flavor};
 use crate::vm::Kernels;
-use crate::{Result, bench, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
+use crate::{Result, bench, distro, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
@@ -27,6 +27,7 @@ pub fn run(options: &flags::Test) -> Result {
         vm_suite(Kernels::Test)?;
         dkms_build()?;
         stress::stress(stress::QUICK_SECONDS)?;
+        distro::test()?;
     }
     if kernels.debian() {
         deps::ensure(vm::VM_PACKAGES)?;

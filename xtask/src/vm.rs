@@ -121,8 +121,16 @@ fn boot_suite(kernel: &Path, ko: &Path, keys: &TestKeys, cpus: u32, boots: &[(&s
     let path = paths::target().join(format!("vm/{}-initramfs.cpio", boots.first().map_or("test", |b| b.0)));
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     for &(label, append, timeout_secs) in boots {
-        let run =
-            qemu::boot(&qemu::Boot { kernel, initramfs: &path, append, timeout_secs, memory_mb: 2048, cpus, label })?;
+        let run = qemu::boot(&qemu::Boot {
+            kernel,
+            initramfs: &path,
+            disk: None,
+            append,
+            timeout_secs,
+            memory_mb: 2048,
+            cpus,
+            label,
+        })?;
         check_report(&run.console)?;
     }
     Ok(())
@@ -130,7 +138,7 @@ fn boot_suite(kernel: &Path, ko: &Path, keys: &TestKeys, cpus: u32, boots: &[(&s
 
 /// Checks the guest's KTAP report: the run finished, every planned case was reported, none
 /// failed.
-fn check_report(output: &str) -> Result {
+pub fn check_report(output: &str) -> Result {
     let report = ktap::parse(output);
     for result in &report.results {
         let verdict = if result.ok { "ok  " } else { "FAIL" };

@@ -7,22 +7,11 @@ use std::os::unix::fs::MetadataExt;
 
 use elfsig_guest::harness::{Context, Outcome, Stats, Suite, ensure, refused, runs, stats, write_control};
 use elfsig_guest::image::{self, GUARD_PROBE, HELLO_OTHER_KEY, HELLO_UNSIGNED, REVOKEME};
-use elfsig_guest::system::AuditDaemon;
+use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields as fields};
 
-/// AUDIT_INTEGRITY_DATA, the type of IMA's appraisal records.
-const INTEGRITY_DATA: u16 = 1800;
 /// The unset login uid and session, as audit writes them.
 const UNSET: &str = "4294967295";
 const WORK: &str = "/tmp/work";
-
-/// A record's fields, quotes removed: `audit(…): op=elfsig_exec cause=unsigned … res=0`.
-fn fields(record: &str) -> BTreeMap<String, String> {
-    let body = record.split_once("): ").map_or(record, |(_, body)| body);
-    body.split(' ')
-        .filter_map(|field| field.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
-        .collect()
-}
 
 /// The one reason counter that grew between two readings.
 fn reason_that_grew(before: &Stats, after: &Stats) -> Result<String, String> {

@@ -97,6 +97,14 @@ pub const SUITE: &str = "elfsig.suite";
 pub const KERNEL: &str = "elfsig.kernel";
 /// The kernel command-line word that says how many seconds the stress suite loads the system.
 pub const STRESS_SECONDS: &str = "elfsig.seconds";
+
+/// The kernel command line word that picks the checks in the signed Debian system
+/// (`cargo xtask distro`): `enforce` or `discover`. Not `elfsig.`-prefixed, which modprobe
+/// would hand to the module as a parameter.
+pub const DISTRO_CHECK: &str = "elfsig_check";
+/// In the Debian system's permissive boot, each file that would have been refused is a
+/// diagnostic line starting with this, followed by the path and the cause in parentheses.
+pub const TO_SIGN: &str = "to sign: ";
 /// The kernel command-line word that names the bench suites to run (all when absent).
 pub const BENCH_SUITES: &str = "elfsig.suites";
 /// The bench's command-line word for which share of the rounds a VM measures: `INDEX/COUNT`.

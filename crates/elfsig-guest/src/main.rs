@@ -4,6 +4,7 @@
 mod admin;
 mod audit;
 mod cases;
+mod distro;
 mod mapping;
 mod stress;
 mod tamper;
@@ -12,6 +13,11 @@ use elfsig_guest::harness::Suite;
 use elfsig_guest::image;
 
 fn main() {
+    // In the signed Debian system, started by systemd rather than as init.
+    if std::env::args().nth(1).as_deref() == Some("distro") {
+        distro::run();
+        return;
+    }
     elfsig_guest::boot();
     match elfsig_guest::cmdline(image::SUITE).as_deref().unwrap_or("test") {
         "probe" => {

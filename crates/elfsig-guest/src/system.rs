@@ -247,6 +247,18 @@ pub fn power_off() -> ! {
     std::process::exit(1)
 }
 
+/// AUDIT_INTEGRITY_DATA, the type of IMA's appraisal records and of the module's.
+pub const INTEGRITY_DATA: u16 = 1800;
+
+/// A record's fields, quotes removed: `audit(…): op=elfsig_exec cause=unsigned … res=0`.
+pub fn audit_fields(record: &str) -> std::collections::BTreeMap<String, String> {
+    let body = record.split_once("): ").map_or(record, |(_, body)| body);
+    body.split(' ')
+        .filter_map(|field| field.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+        .collect()
+}
+
 /// The kernel's audit netlink socket, registered as the audit daemon: the kernel sends this
 /// process every audit record until it is dropped.
 #[derive(Debug)]

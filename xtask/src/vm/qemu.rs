@@ -19,6 +19,9 @@ pub struct Boot<'a> {
     pub kernel: &'a Path,
     /// The initramfs.
     pub initramfs: &'a Path,
+    /// A raw disk image, as `/dev/vda`; the guest's writes go to a throwaway overlay, so the
+    /// image stays as it was and several VMs can boot it at once.
+    pub disk: Option<&'a Path>,
     /// Extra kernel command line.
     pub append: &'a str,
     /// Kill the VM after this long.
@@ -70,6 +73,17 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
         .arg(boot.kernel)
         .arg("-initrd")
         .arg(boot.initramfs)
+        .args(
+            boot.disk
+                .map(|disk| {
+                    let mut drive = std::ffi::OsString::from("file=");
+                    drive.push(disk);
+                    drive.push(",if=virtio,format=raw,snapshot=on");
+                    ["-drive".into(), drive]
+                })
+                .into_iter()
+                .flatten(),
+        )
         .arg("-append")
         // tsc=reliable: under emulation the timer ticks the clocksource watchdog checks the TSC
         // against arrive late, and it would switch the guest to jiffies (4 ms resolution) in
@@ -174,6 +188,7 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
     }
     eprintln!("xtask: probing whether KVM works here (at most 20 s)");
     let probe = Boot {
+        disk: None,
         kernel,
         initramfs,
         append: &format!("{}=probe", image::SUITE),

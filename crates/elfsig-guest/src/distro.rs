@@ -1,0 +1,309 @@
+//! The checks inside the signed Debian system (`cargo xtask distro`): run by a systemd unit once
+//! the system has booted, not as PID 1. `elfsig_check=enforce` ([`DISTRO_CHECK`]) on the kernel command line: the
+//! signed system boots with the module locked and enforcing, runs a workload without a single
+//! refusal, then refuses what it must and keeps running. `elfsig_check=discover`: the unsigned
+//! system boots in permissive mode, and every file that would have been refused is listed, from
+//! the module's audit records, held by the kernel since boot (`audit=1`) for the first audit
+//! daemon, which this is.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
+
+use elfsig_guest::harness::{self, Context, Outcome, Stats, Suite, ensure};
+use elfsig_guest::image::{DISTRO_CHECK, TO_SIGN};
+use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
+
+/// Where the checks put their files: on the root file system, as a user's would be.
+const WORK: &str = "/root/elfsig-check";
+/// The name of elfsig-guard's canary (guard/src/canary.rs), which the module must refuse.
+const CANARY: &str = "elfsig-guard-canary";
+/// A shared library every program here maps.
+const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+
+/// Runs the checks the kernel command line names, then ends the VM: the test kernel cannot
+/// power off (no ACPI), and QEMU runs with -no-reboot, so a reboot ends it.
+pub(crate) fn run() {
+    match elfsig_guest::cmdline(DISTRO_CHECK).as_deref() {
+        Some("discover") => discover(),
+        _ => enforce(),
+    }
+    let _ = Command::new("systemctl").args(["--force", "reboot"]).status();
+}
+
+fn sh(script: &str) -> std::io::Result<Output> {
+    Command::new("/bin/sh").args(["-c", script]).output()
+}
+
+/// Runs `script` with sh; it must exit 0, and its stdout must contain `expected`.
+fn shell_runs(script: &str, expected: &str) -> Outcome {
+    let out = sh(script).context(script)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(out.status.success(), || {
+        format!("`{script}` exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
+    })?;
+    ensure(stdout.contains(expected), || format!("`{script}` printed {:?}, without {expected:?}", stdout.trim()))
+}
+
+/// Waits for systemd to finish starting the system; its state, and the failed units' names.
+fn system_state() -> Result<(String, String), String> {
+    let state = Command::new("systemctl").args(["is-system-running", "--wait"]).output().context("systemctl")?;
+    let failed = Command::new("systemctl")
+        .args(["list-units", "--failed", "--no-legend", "--plain", "--no-pager"])
+        .output()
+        .context("systemctl")?;
+    Ok((
+        String::from_utf8_lossy(&state.stdout).trim().to_owned(),
+        String::from_utf8_lossy(&failed.stdout).trim().to_owned(),
+    ))
+}
+
+fn booted() -> Outcome {
+    let (state, failed) = system_state()?;
+    ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
+}
+
+fn module_state(mode: &str, locked: &str) -> Outcome {
+    let read = |name: &str| std::fs::read_to_string(harness::control(name)).map(|s| s.trim().to_owned());
+    let (got_mode, got_lock, guard) = (read("mode"), read("lock"), read("guard"));
+    ensure(
+        got_mode.as_deref().ok() == Some(mode)
+            && got_lock.as_deref().ok() == Some(locked)
+            && guard.as_deref().ok() == Some("active"),
+        || format!("mode {got_mode:?}, lock {got_lock:?}, guard {guard:?}; expected {mode}, {locked}, active"),
+    )
+}
+
+fn print_stats(stats: &Stats) {
+    let wanted =
+        ["checked", "denied", "mmap_checked", "mmap_denied", "cache_used", "bytes_hashed", "verify_ns", "memory_peak"];
+    let line: Vec<String> =
+        wanted.iter().map(|name| format!("{name}={}", stats.get(*name).copied().unwrap_or(0))).collect();
+    harness::diagnostic(format_args!("stats: {}", line.join(" ")));
+}
+
+/// The workload: what a real system does, each a case of its own.
+fn workload(suite: &mut Suite<'_>) {
+    suite.case("python3 with C extensions, and ping's file capability kept", || {
+        shell_runs(
+            "python3 -c 'import json, _json, zlib, math, os; \
+             print(json.dumps(math.isqrt(1764)), zlib.crc32(b\"elfsig\"), \
+             len(os.getxattr(\"/usr/bin/ping\", \"security.capability\")))'",
+            "42 ",
+        )
+    });
+    suite.case("dpkg -l", || shell_runs("dpkg -l | grep -c '^ii'", ""));
+    suite.case("sudo -n true", || shell_runs("sudo -n true && echo ok", "ok"));
+    suite.case("ping -c1 127.0.0.1, as root and as nobody", || {
+        shell_runs("ip link set lo up; ping -c1 -W5 127.0.0.1", "1 received")?;
+        shell_runs("setpriv --reuid=nobody --regid=nogroup --clear-groups ping -c1 -W5 127.0.0.1", "1 received")
+    });
+    suite.case("tar and gzip of /usr/share", || {
+        shell_runs(
+            "tar -czf /root/share.tar.gz -C /usr share && tar -tzf /root/share.tar.gz | wc -l && rm /root/share.tar.gz",
+            "",
+        )
+    });
+    suite.case("a shell pipeline", || {
+        shell_runs("ls -l /usr/bin | sort -k5 -n | tail -n 5 | awk '{print $9}' | wc -l", "5")
+    });
+    suite.case("systemctl queries", || {
+        shell_runs("systemctl list-units --no-pager --no-legend | wc -l", "")?;
+        shell_runs("systemctl show -p ActiveState systemd-journald.service", "ActiveState=active")?;
+        shell_runs("systemctl status --no-pager systemd-udevd.service", "active (running)")
+    });
+    suite.case("ps, ip, lsmod, less, ssh, tune2fs", || {
+        shell_runs("ps -e | grep -c systemd", "")?;
+        shell_runs("ip -brief address show lo", "lo")?;
+        shell_runs("lsmod", "elfsig")?;
+        shell_runs("less --version", "less")?;
+        shell_runs("ssh -V 2>&1", "OpenSSH")?;
+        shell_runs("tune2fs -l /dev/vda | grep 'volume name'", "elfsig-root")
+    });
+    suite.case("execs real systems do: fexecve, memfd, /proc/self/exe, env scripts, setuid, hard links", || {
+        // fexecve (execveat with AT_EMPTY_PATH) of a signed program, and of a signed copy in
+        // a memfd.
+        shell_runs(
+            "python3 -c 'import os; fd = os.open(\"/usr/bin/echo\", os.O_RDONLY); \
+             os.execve(fd, [\"echo\", \"fexecve\"], {})'",
+            "fexecve",
+        )?;
+        shell_runs(
+            "python3 -c 'import os; fd = os.memfd_create(\"copy\"); \
+             os.write(fd, open(\"/usr/bin/echo\", \"rb\").read()); \
+             os.execve(fd, [\"echo\", \"memfd\"], {})'",
+            "memfd",
+        )?;
+        // A program re-exec'ing itself through /proc/self/exe.
+        shell_runs(
+            "python3 -c 'import os, sys; sys.argv[1:] or os.execv(\"/proc/self/exe\", \
+             [\"python3\", \"-c\", \"print(\\\"reexec\\\")\", \"again\"])'",
+            "reexec",
+        )?;
+        // A script through env.
+        std::fs::create_dir_all(WORK).context(WORK)?;
+        let script = format!("{WORK}/env-script");
+        std::fs::write(&script, "#!/usr/bin/env python3\nprint('through env')\n").context(&script)?;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).context("chmod")?;
+        shell_runs(&script, "through env")?;
+        // A set-user-ID program run by a user it does not let in: exec'd, then says no.
+        let out = sh("setpriv --reuid=nobody --regid=nogroup --clear-groups sudo -n true 2>&1").context("sudo")?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        ensure(said.contains("password is required"), || format!("setuid sudo as nobody said {said:?}"))?;
+        // A second name for a signed program.
+        let link = format!("{WORK}/hard-link-to-echo");
+        let _ = std::fs::remove_file(&link);
+        std::fs::hard_link("/usr/bin/echo", &link).context("link")?;
+        shell_runs(&format!("{link} linked"), "linked")
+    });
+}
+
+/// The refusals, each with its reason counted, and the system still running.
+fn refusals(suite: &mut Suite<'_>) {
+    suite.case("an unsigned program copied in is refused", || {
+        std::fs::create_dir_all(WORK).context(WORK)?;
+        let unsigned = format!("{WORK}/unsigned-true");
+        harness::copy_exec("/usr/bin/true", &unsigned)?;
+        harness::runs("/usr/bin/elfsig", &["remove", "-q", &unsigned], None)?;
+        let before = harness::stats()?;
+        harness::refused(&unsigned)?;
+        harness::counters_grew(&before, &harness::stats()?, &[("denied", 1), ("unsigned", 1)])
+    });
+    suite.case("a modified signed program is refused", || {
+        let modified = format!("{WORK}/modified-true");
+        let mut bytes = harness::read("/usr/bin/true")?;
+        let at = bytes.len() / 3;
+        bytes[at] ^= 0x01;
+        harness::write_exec(&modified, &bytes)?;
+        let before = harness::stats()?;
+        harness::refused(&modified)?;
+        harness::counters_grew(&before, &harness::stats()?, &[("denied", 1), ("modified", 1)])
+    });
+    suite.case("an unsigned library is refused to dlopen and to LD_PRELOAD", || {
+        let library = format!("{WORK}/libunsigned.so");
+        std::fs::copy(LIBZ, &library).context("copy libz")?;
+        harness::runs("/usr/bin/elfsig", &["remove", "-q", &library], None)?;
+        let before = harness::stats()?;
+        let out = sh(&format!("python3 -c 'import ctypes; ctypes.CDLL(\"{library}\")' 2>&1")).context("python3")?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        ensure(!out.status.success() && said.contains("failed to map segment"), || {
+            format!("dlopen of an unsigned library: {} {said:?}", out.status)
+        })?;
+        let out = sh(&format!("LD_PRELOAD={library} /usr/bin/true 2>&1")).context("LD_PRELOAD")?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        ensure(said.contains("cannot be preloaded"), || format!("LD_PRELOAD of an unsigned library: {said:?}"))?;
+        let after = harness::stats()?;
+        ensure(
+            harness::grew(&before, &after, "mmap_denied") >= 2 && harness::grew(&before, &after, "unsigned") >= 2,
+            || {
+                format!(
+                    "mmap_denied grew by {}, unsigned by {}",
+                    harness::grew(&before, &after, "mmap_denied"),
+                    harness::grew(&before, &after, "unsigned")
+                )
+            },
+        )
+    });
+    suite.case("the system keeps running after the refusals", || {
+        let (state, failed) = system_state()?;
+        ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
+    });
+    suite.case("the lock holds", || {
+        let relaxed = harness::write_control("mode", "permissive");
+        ensure(relaxed.as_ref().err().and_then(std::io::Error::raw_os_error) == Some(libc::EPERM), || {
+            format!("writing permissive to mode: {relaxed:?}")
+        })?;
+        let out = harness::run("/usr/bin/elfsig", &["mode", "permissive"]).context("elfsig mode")?;
+        ensure(!out.status.success(), || "elfsig mode permissive succeeded while locked".into())?;
+        let out = harness::run("/usr/sbin/rmmod", &["elfsig"]).context("rmmod")?;
+        ensure(!out.status.success(), || "rmmod elfsig succeeded while locked".into())?;
+        module_state("enforce", "1")
+    });
+}
+
+/// The signed system under enforce.
+fn enforce() {
+    let mut suite = Suite::default();
+    suite.case("systemd reached its default target, no unit failed", booted);
+    suite
+        .case("the module loaded from the initramfs: enforcing, locked, guard active", || module_state("enforce", "1"));
+    workload(&mut suite);
+    suite.case("nothing in the signed system was refused", || {
+        let stats = harness::stats()?;
+        print_stats(&stats);
+        // One refusal is elfsig-guard's own proof that the guard works: its canary, an
+        // unsigned memfd mapped executable. Anything else the module logs.
+        let log = harness::kernel_log()?;
+        let others: Vec<&String> =
+            log.iter().filter(|l| l.starts_with("elfsig: refused") && !l.contains(CANARY)).collect();
+        let (execs, mappings) = (stats.get("denied").copied(), stats.get("mmap_denied").copied());
+        ensure(others.is_empty() && execs == Some(0) && mappings == Some(1), || {
+            format!("{execs:?} execs and {mappings:?} mappings (1: the canary) refused; the module's log: {others:?}")
+        })
+    });
+    refusals(&mut suite);
+    suite.case("status", || {
+        let out = harness::run("/usr/bin/elfsig", &["status"]).context("elfsig status")?;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            harness::diagnostic(line);
+        }
+        print_stats(&harness::stats()?);
+        ensure(out.status.success(), || format!("elfsig status exited with {}", out.status))
+    });
+    suite.run("elfsig: the signed Debian system under enforce");
+}
+
+/// The unsigned system in permissive mode: what would have been refused.
+fn discover() {
+    let mut suite = Suite::default();
+    suite.case("the unsigned system booted in permissive mode", || {
+        booted()?;
+        module_state("permissive", "0")
+    });
+    suite.case("every file that would have been refused is listed", || {
+        let daemon = AuditDaemon::register().context("register as the audit daemon")?;
+        let records = daemon.records(INTEGRITY_DATA).context("read audit records")?;
+        let mut files = std::collections::BTreeMap::<String, String>::new();
+        for record in &records {
+            let fields = audit_fields(record);
+            if !fields.get("op").is_some_and(|op| op.starts_with("elfsig_")) {
+                continue;
+            }
+            if let (Some(written), Some(cause), Some(dev)) =
+                (fields.get("name"), fields.get("cause"), fields.get("dev"))
+            {
+                let name = name(written);
+                // Nothing to sign: the guard's canary (in a memfd).
+                if !name.contains(CANARY) {
+                    files.entry(name).or_insert_with(|| format!("{cause} on {dev}"));
+                }
+            }
+        }
+        for (name, cause) in &files {
+            harness::diagnostic(format_args!("{TO_SIGN}{name} ({cause})"));
+        }
+        let stats = harness::stats()?;
+        print_stats(&stats);
+        harness::diagnostic(format_args!("{} files to sign, from {} audit records", files.len(), records.len()));
+        // What every boot of this system runs and maps, and this program itself.
+        let expected = [
+            "/usr/lib/systemd/systemd",
+            "/usr/lib/systemd/systemd-journald",
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/local/libexec/elfsig-check",
+        ];
+        let missing: Vec<&str> = expected.iter().copied().filter(|f| !files.contains_key(*f)).collect();
+        ensure(missing.is_empty(), || format!("not listed: {missing:?}"))
+    });
+    suite.run("elfsig: finding what is left to sign, in permissive mode");
+}
+
+/// A name as the module writes it: quoted (the quotes already gone), or in hex when it holds
+/// spaces, quotes or bytes outside printable ASCII.
+fn name(written: &str) -> String {
+    if written.starts_with('/') {
+        return written.to_owned();
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..written.len() / 2).map(|i| u8::from_str_radix(written.get(2 * i..2 * i + 2)?, 16).ok()).collect();
+    bytes.map_or_else(|| written.to_owned(), |b| String::from_utf8_lossy(&b).into_owned())
+}

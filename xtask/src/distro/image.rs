@@ -1,0 +1,231 @@
+//! Making the Debian system's disk image from the pristine root file system, as a user would
+//! make theirs: elfsig's module (in `/usr/lib/modules`, found by depmod), its tools, its
+//! initramfs-tools hook and modprobe.d file from `kmod/boot/`; every ELF file signed with
+//! `elfsig sign --recursive`; the initramfs made by the system's own `mkinitramfs`, after the
+//! signing, so that what it copies in is signed too; the ext4 image made by `mke2fs -d`, which
+//! keeps owners, modes, hard links and extended attributes (ping's file capability).
+//!
+//! Besides, for the checks only: the check program, a unit that starts it once the system is
+//! up, and no getty on the serial console, where the checks report.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cmd::Cmd;
+use crate::keys::KeyPair;
+use crate::{Result, chroot, paths};
+
+/// What goes into the system besides Debian.
+#[derive(Debug)]
+pub struct Parts<'a> {
+    /// The `elfsig` CLI.
+    pub elfsig: &'a Path,
+    /// `elfsig-guard`.
+    pub guard: &'a Path,
+    /// The check program (`elfsig-guest distro`, static).
+    pub guest: &'a Path,
+    /// The module.
+    pub ko: &'a Path,
+    /// The kernel tree it is built for (its release, `modules.builtin`).
+    pub tree: &'a Path,
+}
+
+/// Which system.
+#[derive(Clone, Copy, Debug)]
+pub enum Variant<'k> {
+    /// Every ELF file signed with this key; the module enforcing and locked.
+    Signed(&'k KeyPair),
+    /// Nothing signed; the module permissive, to find what is left to sign.
+    Unsigned,
+}
+
+/// A bootable system.
+#[derive(Debug)]
+pub struct Image {
+    /// The ext4 image, the root file system.
+    pub disk: PathBuf,
+    /// Its initramfs, which `mkinitramfs` made inside it.
+    pub initrd: PathBuf,
+}
+
+/// The UUID of the image's file system (IMA policies name it).
+pub const FS_UUID: &str = "e1f5e1f5-0000-4000-8000-000000000001";
+/// Its label.
+const FS_LABEL: &str = "elfsig-root";
+/// Where the check program goes.
+const CHECK_PROGRAM: &str = "usr/local/libexec/elfsig-check";
+
+/// Makes the image of `variant` from `pristine`, in target/distro/.
+pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Image> {
+    let name = match variant {
+        Variant::Signed(_) => "signed",
+        Variant::Unsigned => "unsigned",
+    };
+    let dir = paths::target().join("distro");
+    let root = dir.join(format!("{name}-root"));
+    if root.exists() {
+        fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Cmd::new("cp").args(["-a", "--reflink=auto"]).arg(pristine).arg(&root).run()?;
+    let release = install(&root, parts, variant)?;
+    if let Variant::Signed(key) = variant {
+        sign(&root, parts.elfsig, key)?;
+    }
+    chroot::run_in(&root, &format!("mkinitramfs -o /boot/initrd.img-{release} {release}"))?;
+    let initrd = dir.join(format!("{name}-initrd.img"));
+    fs::copy(root.join(format!("boot/initrd.img-{release}")), &initrd)
+        .map_err(|e| format!("cannot copy the initramfs: {e}"))?;
+    let disk = dir.join(format!("{name}.ext4"));
+    ext4(&root, &disk)?;
+    Ok(Image { disk, initrd })
+}
+
+fn copy(from: &Path, to: &Path, mode: u32) -> Result {
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    fs::copy(from, to).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+    fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(|e| format!("cannot chmod {}: {e}", to.display()))
+}
+
+fn write(to: &Path, text: &str) -> Result {
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
+}
+
+fn symlink(target: &str, link: &Path) -> Result {
+    if let Some(dir) = link.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let _ = fs::remove_file(link);
+    std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
+}
+
+/// Installs elfsig into the system as an administrator would; returns the kernel release.
+fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<String> {
+    let release = fs::read_to_string(parts.tree.join("include/config/kernel.release"))
+        .map_err(|e| format!("cannot read the kernel's release: {e}"))?
+        .trim()
+        .to_owned();
+    // The module where modprobe finds it, as `dkms install` puts it.
+    let modules = root.join("usr/lib/modules").join(&release);
+    for file in ["modules.builtin", "modules.builtin.modinfo", "modules.order"] {
+        if parts.tree.join(file).exists() {
+            copy(&parts.tree.join(file), &modules.join(file), 0o644)?;
+        }
+    }
+    // mkinitramfs reads the kernel's configuration (which compressions it takes) where a kernel
+    // package puts it.
+    copy(&parts.tree.join(".config"), &root.join(format!("boot/config-{release}")), 0o644)?;
+    copy(parts.ko, &modules.join("updates/elfsig.ko"), 0o644)?;
+    Cmd::new("depmod").arg("-b").arg(root).arg(&release).run()?;
+    copy(parts.elfsig, &root.join("usr/bin/elfsig"), 0o755)?;
+    copy(parts.guard, &root.join("usr/sbin/elfsig-guard"), 0o755)?;
+
+    // Early boot: kmod/boot/, as README tells an administrator to install it.
+    let boot = paths::root().join("kmod/boot");
+    let tools = root.join("etc/initramfs-tools");
+    copy(&boot.join("initramfs-tools/hooks/elfsig"), &tools.join("hooks/elfsig"), 0o755)?;
+    copy(&boot.join("initramfs-tools/scripts/init-top/elfsig"), &tools.join("scripts/init-top/elfsig"), 0o755)?;
+    let modprobe = root.join("etc/modprobe.d/elfsig.conf");
+    match variant {
+        Variant::Signed(_) => copy(&boot.join("modprobe.d/elfsig.conf"), &modprobe, 0o644)?,
+        Variant::Unsigned => write(&modprobe, "options elfsig mode=permissive\n")?,
+    }
+    // The test kernel has no modules but this one, and reads gzip.
+    write(&tools.join("conf.d/elfsig-test.conf"), "MODULES=list\nCOMPRESS=gzip\n")?;
+
+    // The checks, once the system is up; they report on the serial console.
+    copy(parts.guest, &root.join(CHECK_PROGRAM), 0o755)?;
+    let units = root.join("etc/systemd/system");
+    write(
+        &units.join("elfsig-check.service"),
+        &format!(
+            "[Unit]\nDescription=elfsig's checks of the Debian system\n\n[Service]\nType=exec\n\
+             ExecStart=/{CHECK_PROGRAM} distro\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/ttyS0\n"
+        ),
+    )?;
+    symlink("../elfsig-check.service", &units.join("multi-user.target.wants/elfsig-check.service"))?;
+    symlink("/dev/null", &units.join("serial-getty@ttyS0.service"))?;
+    write(&root.join("etc/hostname"), "elfsig-distro\n")?;
+    Ok(release)
+}
+
+/// Signs every ELF file in the system, on all cores, and reports how fast.
+fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
+    let (files, bytes) = elf_files(root)?;
+    let started = Instant::now();
+    let out = std::process::Command::new(elfsig)
+        .args(["sign", "--key"])
+        .arg(&key.key)
+        .arg("--cert")
+        .arg(&key.cert)
+        .arg("--recursive")
+        .arg(root)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", elfsig.display()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in stderr.lines().filter(|l| !l.contains(": skipped: ") || l.contains("kernel module")) {
+        eprintln!("  {line}");
+    }
+    if !out.status.success() {
+        return Err(format!("elfsig sign --recursive {} failed", root.display()));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    eprintln!(
+        "xtask: signed the system: {files} ELF files, {:.1} MiB, in {seconds:.1} s: {:.0} files/s on {cores} cores",
+        bytes as f64 / (1 << 20) as f64,
+        files as f64 / seconds
+    );
+    Ok(())
+}
+
+/// How many ELF files the tree holds, and their bytes (symbolic links not followed).
+fn elf_files(dir: &Path) -> Result<(u64, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let kind = entry.file_type().map_err(|e| format!("cannot stat {}: {e}", entry.path().display()))?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                let mut magic = [0u8; 4];
+                let elf = fs::File::open(entry.path())
+                    .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                    .is_ok_and(|()| magic == *b"\x7fELF");
+                if elf {
+                    files += 1;
+                    bytes += entry.metadata().map_or(0, |m| m.len());
+                }
+            }
+        }
+    }
+    Ok((files, bytes))
+}
+
+/// `mke2fs -d`: the tree as an ext4 image, with room to spare for what the system writes.
+fn ext4(root: &Path, disk: &Path) -> Result {
+    let used: u64 = Cmd::new("du")
+        .args(["-s", "--block-size=1M"])
+        .arg(root)
+        .read()?
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or("cannot read du's answer")?;
+    let _ = fs::remove_file(disk);
+    Cmd::new("mke2fs")
+        .args(["-q", "-F", "-t", "ext4", "-L", FS_LABEL, "-U", FS_UUID, "-E", "root_owner=0:0", "-d"])
+        .arg(root)
+        .arg(disk)
+        .arg(format!("{}M", used + used / 2 + 512))
+        .run()
+}
