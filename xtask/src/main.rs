@@ -19,6 +19,7 @@ mod fuzz;
 mod kernel;
 mod keys;
 mod kmod;
+mod mok;
 mod nopanic;
 mod paths;
 mod stress;

@@ -2,9 +2,9 @@
 
 use crate::cmd::Cmd;
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
-use crate::kernel::{self, Flavor};
+use crate::kernel::Flavor;
 use crate::vm::Kernels;
-use crate::{Result, bench, distro, dkms, flags, fuzz, keys, nopanic, paths, stress, tools, vm};
+use crate::{Result, bench, distro, dkms, flags, fuzz, keys, kmod, mok, nopanic, paths, stress, tools, vm};
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
@@ -54,8 +54,11 @@ fn vm_suite(kernels: Kernels) -> Result {
     Ok(())
 }
 
-/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would.
+/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would;
+/// and signing it for Secure Boot with the tree's `sign-file`.
 fn dkms_build() -> Result {
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    dkms::test(&kernel::test_kernel(Flavor::Release, &keys.kernel.cert)?.tree)
+    let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
+    dkms::test(&kernel.tree)?;
+    mok::test(&kernel.tree, &ko)
 }
