@@ -7,6 +7,7 @@ pub mod crypto;
 pub mod elf_file;
 pub mod error;
 pub mod hex;
+pub mod links;
 pub mod output;
 pub mod reader;
 pub mod replace;

@@ -32,6 +32,9 @@ pub enum Skip {
     DebugFile,
     /// A core dump.
     CoreDump,
+    /// Another name (hard link) of a file signed under its first name: linked to the signed
+    /// file afterwards (see `links.rs`).
+    OtherName,
 }
 
 impl Skip {
@@ -45,6 +48,7 @@ impl Skip {
             Skip::Object => "a relocatable object, never run or mapped",
             Skip::DebugFile => "a separate debug file, without code",
             Skip::CoreDump => "a core dump",
+            Skip::OtherName => "another name of a file signed under its first name",
         }
     }
 
@@ -56,13 +60,14 @@ impl Skip {
             Skip::Object => "objects",
             Skip::DebugFile => "debug files",
             Skip::CoreDump => "core dumps",
+            Skip::OtherName => "other names of signed files",
         }
     }
 
-    /// Whether every such file gets a note (files that are not ELF are only counted: a
-    /// system's tree holds thousands).
+    /// Whether every such file gets a note here (files that are not ELF are only counted: a
+    /// system's tree holds thousands; other names get theirs once linked).
     pub fn noted(self) -> bool {
-        self != Skip::NotElf
+        !matches!(self, Skip::NotElf | Skip::OtherName)
     }
 
     /// Why `path` is left alone, if it is. A file that cannot be read or parsed is not

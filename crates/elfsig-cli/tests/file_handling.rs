@@ -211,6 +211,42 @@ fn signing_a_symlink_signs_its_target_and_keeps_the_link() {
 }
 
 #[test]
+fn signing_every_name_of_a_file_keeps_them_one_file() {
+    // Debian's /usr/bin/perl and perl5.36.0: both names in the tree signed, one file after.
+    let keys = keys("a");
+    let scratch = Scratch::new();
+    fs::create_dir_all(scratch.path("tree/bin")).unwrap();
+    let first = scratch.copy(&true_binary(), "tree/bin/perl");
+    let second = scratch.path("tree/bin/perl5.36.0");
+    let third = scratch.path("tree/other/perl-again");
+    fs::create_dir_all(third.parent().unwrap()).unwrap();
+    fs::hard_link(&first, &second).unwrap();
+    fs::hard_link(&first, &third).unwrap();
+    let original = fs::read(&first).unwrap();
+
+    let out = sign_cmd(&keys).arg("--recursive").arg(scratch.path("tree")).output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("only this name"), "{stderr}");
+    for other in [&second, &third] {
+        let note =
+            format!("elfsig: {}: another name of {}: linked to the new file\n", other.display(), first.display());
+        assert!(stderr.contains(&note), "{stderr}");
+    }
+    assert!(stderr.contains("1 done, 2 skipped (2 other names of signed files)"), "{stderr}");
+    let inode = fs::metadata(&first).unwrap().ino();
+    for name in [&first, &second, &third] {
+        let meta = fs::metadata(name).unwrap();
+        assert_eq!((meta.ino(), meta.nlink()), (inode, 3), "{} is still one of three names", name.display());
+        verify(&keys, name).success();
+    }
+    assert!(fs::read(&first).unwrap() != original);
+    let leftovers: Vec<String> =
+        listing(&scratch.path("tree/bin")).into_iter().filter(|n| n.contains("elfsig")).collect();
+    assert!(leftovers.is_empty(), "temporary names left behind: {leftovers:?}");
+}
+
+#[test]
 fn signing_one_hard_link_notes_it_and_leaves_the_other_name_alone() {
     let keys = keys("a");
     let scratch = Scratch::new();

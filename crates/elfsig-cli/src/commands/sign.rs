@@ -15,6 +15,7 @@ use crate::crypto::cms::RecordSigner;
 use crate::crypto::{cert, key};
 use crate::elf_file::{self, OpenFile, Signature};
 use crate::error::Error;
+use crate::links::Names;
 use crate::output::{self, Outcome, Verbosity};
 use crate::replace::{Keep, Replacement};
 use crate::skip::Skip;
@@ -29,15 +30,35 @@ pub fn run(args: &SignArgs, quiet: bool) -> Result<ExitCode, Error> {
     let certificate = cert::load_one(&args.cert)?;
     let signer = RecordSigner::new(key::load(&args.key)?, &certificate)?;
     let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
-    Ok(output::run_all(&targets, Verbosity::from_quiet(quiet), "signed", |index, path| {
+    // Several names of one file are signed once, under the first; the others are linked to the
+    // signed file afterwards.
+    let names = args.output.is_none().then(|| Names::of(&targets));
+    let status = output::run_all(&targets, Verbosity::from_quiet(quiet), "signed", |index, path| {
         if let Some(skip) = (index >= explicit).then(|| Skip::classify(path)).flatten() {
             return Outcome::Skipped(skip);
         }
+        if names.as_ref().is_some_and(|n| n.first_of(index).is_some()) {
+            return Outcome::Skipped(Skip::OtherName);
+        }
         match sign_file(path, args.output.as_deref(), &signer) {
+            // Every name is here and gets the signed file: no name is left behind.
+            Ok(_) if names.as_ref().is_some_and(|n| n.covers_every_name(index)) => Outcome::done(),
             Ok(notes) => Outcome::Done { line: None, notes },
             Err(e) => Outcome::Failed(e, None),
         }
-    }))
+    });
+    let mut failed = false;
+    for (path, result) in names.map(|n| n.relink(&targets)).unwrap_or_default() {
+        match result {
+            Ok(note) if !quiet => output::note_about(&path, note),
+            Ok(_) => {}
+            Err(e) => {
+                failed = true;
+                output::fail_about(&path, &e);
+            }
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { status })
 }
 
 /// Signs `path` into `output`, or in place. Returns notes for the user.
