@@ -2,7 +2,8 @@
 //! system is signed with `elfsig sign --recursive` and booted on the test kernel, with the
 //! module loaded from its initramfs by the hook in `kmod/boot/` (enforcing, locked) and the
 //! mapping guard attached; systemd boots it, and a unit runs the checks (a workload, then the
-//! refusals: crates/elfsig-guest/src/distro.rs). Then the same system unsigned boots in
+//! refusals: crates/elfsig-guest/src/distro.rs), and again with the initramfs dracut makes with
+//! `kmod/boot/dracut/`. Then the same system unsigned boots in
 //! permissive mode, and every file that would have been refused is listed: what an
 //! administrator does before switching to enforce.
 
@@ -10,6 +11,7 @@ mod image;
 mod rootfs;
 
 use std::fs;
+use std::path::Path;
 
 use elfsig_guest::image::{DISTRO_CHECK, TO_SIGN};
 
@@ -35,26 +37,32 @@ pub fn test() -> Result {
 
     let signed = image::make(&pristine, &parts, image::Variant::Signed(&keys.kernel))?;
     // Both boots run even when the first fails: each says something the other does not.
-    let enforced = boot(&kernel, &signed, "distro-enforce", &format!("{DISTRO_CHECK}=enforce"));
+    let check = format!("{DISTRO_CHECK}=enforce");
+    let enforced = boot(&kernel, &signed.disk, &signed.initrd, "distro-enforce", &check);
+    // The same system, its module loaded by dracut's initramfs instead.
+    let dracut = match &signed.dracut_initrd {
+        Some(initrd) => boot(&kernel, &signed.disk, initrd, "distro-dracut", &check).map(|_| ()),
+        None => Err("no dracut initramfs".into()),
+    };
 
     let unsigned = image::make(&pristine, &parts, image::Variant::Unsigned)?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
     let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
-    let console = boot(&kernel, &unsigned, "distro-discover", &discover)?;
+    let console = boot(&kernel, &unsigned.disk, &unsigned.initrd, "distro-discover", &discover)?;
     let list: Vec<&str> = console.lines().filter_map(|l| l.strip_prefix("# ")?.strip_prefix(TO_SIGN)).collect();
     let path = paths::target().join("distro/to-sign.txt");
     fs::write(&path, list.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("xtask: permissive mode found {} files left to sign; listed in {}", list.len(), path.display());
-    enforced.map(|_| ())
+    enforced.and(dracut)
 }
 
-/// Boots `image` on the test kernel and checks the report; returns the console.
-fn boot(kernel: &Kernel, image: &image::Image, label: &str, append: &str) -> Result<String> {
+/// Boots `disk` with `initrd` on the test kernel and checks the report; returns the console.
+fn boot(kernel: &Kernel, disk: &Path, initrd: &Path, label: &str, append: &str) -> Result<String> {
     let append = format!("root=/dev/vda rw rootfstype=ext4 {append}");
     let run = qemu::boot(&qemu::Boot {
         kernel: &kernel.bzimage,
-        initramfs: &image.initrd,
-        disk: Some(&image.disk),
+        initramfs: initrd,
+        disk: Some(disk),
         append: &append,
         timeout_secs: 1200,
         memory_mb: 2048,

@@ -48,6 +48,8 @@ pub struct Image {
     pub disk: PathBuf,
     /// Its initramfs, which `mkinitramfs` made inside it.
     pub initrd: PathBuf,
+    /// The same made by dracut, with `kmod/boot/dracut/` (the signed system only).
+    pub dracut_initrd: Option<PathBuf>,
 }
 
 /// The UUID of the image's file system (IMA policies name it).
@@ -78,9 +80,16 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
     let initrd = dir.join(format!("{name}-initrd.img"));
     fs::copy(root.join(format!("boot/initrd.img-{release}")), &initrd)
         .map_err(|e| format!("cannot copy the initramfs: {e}"))?;
+    let dracut_initrd = match variant {
+        Variant::Signed(_) => Some(dracut(&root, &release, &dir.join(format!("{name}-dracut.img")))?),
+        Variant::Unsigned => {
+            hooks_refuse_a_kernel_without_the_module(&root, parts.tree)?;
+            None
+        }
+    };
     let disk = dir.join(format!("{name}.ext4"));
     ext4(&root, &disk)?;
-    Ok(Image { disk, initrd })
+    Ok(Image { disk, initrd, dracut_initrd })
 }
 
 fn copy(from: &Path, to: &Path, mode: u32) -> Result {
@@ -137,12 +146,16 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
         Variant::Signed(_) => copy(&boot.join("modprobe.d/elfsig.conf"), &modprobe, 0o644)?,
         Variant::Unsigned => write(&modprobe, "options elfsig mode=permissive\n")?,
     }
+    // The unit for hosts that load the module later, enabled as README says: where the
+    // initramfs loaded it already, it must succeed and change nothing.
+    let units = root.join("etc/systemd/system");
+    copy(&boot.join("systemd/elfsig.service"), &units.join("elfsig.service"), 0o644)?;
+    symlink("../elfsig.service", &units.join("sysinit.target.wants/elfsig.service"))?;
     // The test kernel has no modules but this one, and reads gzip.
     write(&tools.join("conf.d/elfsig-test.conf"), "MODULES=list\nCOMPRESS=gzip\n")?;
 
     // The checks, once the system is up; they report on the serial console.
     copy(parts.guest, &root.join(CHECK_PROGRAM), 0o755)?;
-    let units = root.join("etc/systemd/system");
     write(
         &units.join("elfsig-check.service"),
         &format!(
@@ -154,6 +167,71 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     symlink("/dev/null", &units.join("serial-getty@ttyS0.service"))?;
     write(&root.join("etc/hostname"), "elfsig-distro\n")?;
     Ok(release)
+}
+
+/// The initramfs dracut makes with `kmod/boot/dracut/` installed, as on Fedora or RHEL: generic
+/// (not for this build host's devices), gzip, which the test kernel reads.
+fn dracut(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
+    let from = paths::root().join("kmod/boot/dracut/90elfsig");
+    let to = root.join("usr/lib/dracut/modules.d/90elfsig");
+    for file in ["module-setup.sh", "elfsig-load.sh"] {
+        copy(&from.join(file), &to.join(file), 0o755)?;
+    }
+    let built = format!("/boot/initrd.dracut-{release}");
+    chroot::run_in(
+        root,
+        &format!("dracut --quiet --force --no-hostonly --gzip --add elfsig --kver {release} {built} {release}"),
+    )?;
+    fs::copy(root.join(built.trim_start_matches('/')), out)
+        .map_err(|e| format!("cannot copy dracut's initramfs: {e}"))?;
+    Ok(out.to_owned())
+}
+
+/// Both early-boot hooks fail the initramfs build for a kernel that has no elfsig module,
+/// saying so, and make no initramfs: a second kernel release is installed without the module.
+fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path) -> Result {
+    let release = "6.12.0-without-elfsig";
+    let modules = root.join("usr/lib/modules").join(release);
+    for file in ["modules.builtin", "modules.builtin.modinfo"] {
+        copy(&tree.join(file), &modules.join(file), 0o644)?;
+    }
+    copy(&tree.join(".config"), &root.join(format!("boot/config-{release}")), 0o644)?;
+    Cmd::new("depmod").arg("-b").arg(root).arg(release).run()?;
+    let from = paths::root().join("kmod/boot/dracut/90elfsig");
+    let to = root.join("usr/lib/dracut/modules.d/90elfsig");
+    for file in ["module-setup.sh", "elfsig-load.sh"] {
+        copy(&from.join(file), &to.join(file), 0o755)?;
+    }
+    for (tool, build) in [
+        ("mkinitramfs", format!("mkinitramfs -o /boot/refused.img {release}")),
+        (
+            "dracut",
+            format!("dracut --force --no-hostonly --gzip --add elfsig --kver {release} /boot/refused.img {release}"),
+        ),
+    ] {
+        let out = std::process::Command::new("unshare")
+            .args(["--mount", "--fork", "chroot"])
+            .arg(root)
+            .args(["/bin/sh", "-c", &format!("{build} 2>&1")])
+            .output()
+            .map_err(|e| format!("cannot run {tool}: {e}"))?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        // mkinitramfs creates its output empty before it runs the hooks (update-initramfs,
+        // which users run, builds into a temporary name); a refusal leaves it empty.
+        let refused = root.join("boot/refused.img");
+        let made = fs::metadata(&refused).is_ok_and(|m| m.len() > 0);
+        let _ = fs::remove_file(&refused);
+        if out.status.success() || made || !said.contains(&format!("no elfsig module for kernel {release}")) {
+            return Err(format!(
+                "{tool} for a kernel without the module: {} (initramfs made: {made}), expected a refusal naming it:\n{said}",
+                out.status
+            ));
+        }
+        eprintln!("xtask: {tool} refused a kernel without the module, as it must");
+    }
+    fs::remove_dir_all(&modules).map_err(|e| format!("cannot remove {}: {e}", modules.display()))?;
+    let _ = fs::remove_file(root.join(format!("boot/config-{release}")));
+    fs::remove_dir_all(&to).map_err(|e| format!("cannot remove {}: {e}", to.display()))
 }
 
 /// Signs every ELF file in the system, on all cores, and reports how fast.

@@ -11,7 +11,8 @@ use crate::{Result, chroot, paths};
 
 /// What the system holds: what the issue names (systemd, udev, python3, procps, iproute2,
 /// less, e2fsprogs, kmod, sudo, ping with its file capability, ssh), and what booting it the
-/// way users do takes (initramfs-tools for the module's hook, setcap for ping's capability).
+/// way users do takes (initramfs-tools and dracut for the module's early-boot hooks, setcap for
+/// ping's capability).
 const PACKAGES: &[&str] = &[
     "systemd-sysv",
     "udev",
@@ -26,6 +27,7 @@ const PACKAGES: &[&str] = &[
     "libcap2-bin",
     "openssh-client",
     "initramfs-tools",
+    "dracut-core",
 ];
 
 /// The release.
