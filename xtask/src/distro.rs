@@ -13,7 +13,7 @@ mod rootfs;
 use std::fs;
 use std::path::Path;
 
-use elfsig_guest::image::{DISTRO_CHECK, TO_SIGN};
+use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 
 use crate::kernel::{Flavor, Kernel};
 use crate::vm::qemu;
@@ -37,11 +37,11 @@ pub fn test() -> Result {
 
     let signed = image::make(&pristine, &parts, image::Variant::Signed(&keys.kernel))?;
     // Both boots run even when the first fails: each says something the other does not.
-    let check = format!("{DISTRO_CHECK}=enforce");
-    let enforced = boot(&kernel, &signed.disk, &signed.initrd, "distro-enforce", &check);
+    let check = format!("{DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=");
+    let enforced = boot(&kernel, &signed.disk, &signed.initrd, "distro-enforce", &format!("{check}initramfs-tools"));
     // The same system, its module loaded by dracut's initramfs instead.
     let dracut = match &signed.dracut_initrd {
-        Some(initrd) => boot(&kernel, &signed.disk, initrd, "distro-dracut", &check).map(|_| ()),
+        Some(initrd) => boot(&kernel, &signed.disk, initrd, "distro-dracut", &format!("{check}dracut")).map(|_| ()),
         None => Err("no dracut initramfs".into()),
     };
 

@@ -20,21 +20,23 @@ pub struct Names {
 }
 
 impl Names {
-    /// Groups `paths` by device and inode (symbolic links followed, as replacing does);
-    /// paths that cannot be read stay alone and report their error when worked on.
+    /// Groups `paths` by device and inode. Symbolic links, and a path given twice, stay alone
+    /// (signing through a link replaces what it points to, and linking a name to a link would
+    /// copy the link); so do paths that cannot be read, which report their error when worked
+    /// on.
     pub fn of(paths: &[PathBuf]) -> Self {
         let mut seen: HashMap<(u64, u64), usize> = HashMap::new();
+        let mut given = std::collections::HashSet::new();
         let mut first = Vec::with_capacity(paths.len());
         let mut groups = HashMap::new();
         for (index, path) in paths.iter().enumerate() {
-            let Ok(meta) = fs::metadata(path) else {
-                first.push(None);
-                continue;
+            let meta = match fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_file() && meta.nlink() >= 2 && given.insert(path.clone()) => meta,
+                _ => {
+                    first.push(None);
+                    continue;
+                }
             };
-            if meta.nlink() < 2 {
-                first.push(None);
-                continue;
-            }
             match seen.get(&(meta.dev(), meta.ino())) {
                 Some(&earlier) => {
                     first.push(Some(earlier));
@@ -94,5 +96,6 @@ fn link_over(file: &Path, name: &Path) -> Result<(), Error> {
     fs::rename(&temp, name).map_err(|e| {
         let _ = fs::remove_file(&temp);
         Error::io("cannot replace", name, e)
-    })
+    })?;
+    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io("cannot sync directory", dir, e))
 }

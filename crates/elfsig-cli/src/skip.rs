@@ -2,12 +2,13 @@
 //! libraries the kernel runs or maps, or whose last bytes belong to someone else. Files named
 //! on the command line are never skipped: asking for a file by name gets its error.
 
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use elfsig_core::elf::{SHT_NOBITS, SHT_PROGBITS};
 use elfsig_core::{FileHeader, SectionTable};
 
-use crate::elf_file::{self, OpenFile};
+use crate::elf_file::OpenFile;
 
 /// `e_type` of relocatable objects (`.o`, kernel modules).
 const ET_REL: u16 = 1;
@@ -32,6 +33,9 @@ pub enum Skip {
     DebugFile,
     /// A core dump.
     CoreDump,
+    /// Firmware (`/lib/firmware`): loaded by the kernel or a device, never run; some checks
+    /// its own headers (Qualcomm's `.mdt`), which signing would change.
+    Firmware,
     /// Another name (hard link) of a file signed under its first name: linked to the signed
     /// file afterwards (see `links.rs`).
     OtherName,
@@ -48,6 +52,7 @@ impl Skip {
             Skip::Object => "a relocatable object, never run or mapped",
             Skip::DebugFile => "a separate debug file, without code",
             Skip::CoreDump => "a core dump",
+            Skip::Firmware => "firmware, which the kernel loads but never runs",
             Skip::OtherName => "another name of a file signed under its first name",
         }
     }
@@ -60,6 +65,7 @@ impl Skip {
             Skip::Object => "objects",
             Skip::DebugFile => "debug files",
             Skip::CoreDump => "core dumps",
+            Skip::Firmware => "firmware files",
             Skip::OtherName => "other names of signed files",
         }
     }
@@ -73,10 +79,23 @@ impl Skip {
     /// Why `path` is left alone, if it is. A file that cannot be read or parsed is not
     /// skipped: signing or verifying it reports what is wrong.
     pub fn classify(path: &Path) -> Option<Skip> {
-        if !elf_file::has_elf_magic(path) {
-            return Some(Skip::NotElf);
-        }
+        // A file that cannot be opened or read is not skipped: signing or verifying it says why.
         let file = OpenFile::open(path).ok()?;
+        let mut magic = [0u8; 4];
+        match file.file.read_exact_at(&mut magic, 0) {
+            Ok(()) if magic == *b"\x7fELF" => {}
+            Ok(()) => return Some(Skip::NotElf),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Some(Skip::NotElf),
+            Err(_) => return None,
+        }
+        if path
+            .components()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w[0].as_os_str() == "lib" && w[1].as_os_str() == "firmware")
+        {
+            return Some(Skip::Firmware);
+        }
         let mut reader = file.reader();
         let header = FileHeader::read(&mut reader, file.size()).ok()?;
         match header.e_type {

@@ -102,6 +102,10 @@ pub const STRESS_SECONDS: &str = "elfsig.seconds";
 /// (`cargo xtask distro`): `enforce` or `discover`. Not `elfsig.`-prefixed, which modprobe
 /// would hand to the module as a parameter.
 pub const DISTRO_CHECK: &str = "elfsig_check";
+/// The kernel command line word that says which initramfs should have loaded the module in the
+/// Debian system: `initramfs-tools` or `dracut` (what its hook writes in
+/// `/run/elfsig-initramfs`).
+pub const DISTRO_INITRAMFS: &str = "elfsig_initramfs";
 /// In the Debian system's permissive boot, each file that would have been refused is a
 /// diagnostic line starting with this, followed by the path and the cause in parentheses.
 pub const TO_SIGN: &str = "to sign: ";

@@ -83,7 +83,7 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
     let dracut_initrd = match variant {
         Variant::Signed(_) => Some(dracut(&root, &release, &dir.join(format!("{name}-dracut.img")))?),
         Variant::Unsigned => {
-            hooks_refuse_a_kernel_without_the_module(&root, parts.tree)?;
+            hooks_refuse_a_kernel_without_the_module(&root, parts.tree, &release)?;
             None
         }
     };
@@ -141,6 +141,11 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     let tools = root.join("etc/initramfs-tools");
     copy(&boot.join("initramfs-tools/hooks/elfsig"), &tools.join("hooks/elfsig"), 0o755)?;
     copy(&boot.join("initramfs-tools/scripts/init-top/elfsig"), &tools.join("scripts/init-top/elfsig"), 0o755)?;
+    let dracut = root.join("usr/lib/dracut/modules.d/90elfsig");
+    for file in ["module-setup.sh", "elfsig-load.sh"] {
+        copy(&boot.join("dracut/90elfsig").join(file), &dracut.join(file), 0o755)?;
+    }
+    copy(&boot.join("dracut/90-elfsig.conf"), &root.join("etc/dracut.conf.d/90-elfsig.conf"), 0o644)?;
     let modprobe = root.join("etc/modprobe.d/elfsig.conf");
     match variant {
         Variant::Signed(_) => copy(&boot.join("modprobe.d/elfsig.conf"), &modprobe, 0o644)?,
@@ -169,14 +174,10 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     Ok(release)
 }
 
-/// The initramfs dracut makes with `kmod/boot/dracut/` installed, as on Fedora or RHEL: generic
+/// The initramfs dracut makes with `kmod/boot/dracut/` installed (by [`install`]), as on Fedora
+/// or RHEL: generic
 /// (not for this build host's devices), gzip, which the test kernel reads.
 fn dracut(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
-    let from = paths::root().join("kmod/boot/dracut/90elfsig");
-    let to = root.join("usr/lib/dracut/modules.d/90elfsig");
-    for file in ["module-setup.sh", "elfsig-load.sh"] {
-        copy(&from.join(file), &to.join(file), 0o755)?;
-    }
     let built = format!("/boot/initrd.dracut-{release}");
     chroot::run_in(
         root,
@@ -188,50 +189,51 @@ fn dracut(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
 }
 
 /// Both early-boot hooks fail the initramfs build for a kernel that has no elfsig module,
-/// saying so, and make no initramfs: a second kernel release is installed without the module.
-fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path) -> Result {
-    let release = "6.12.0-without-elfsig";
-    let modules = root.join("usr/lib/modules").join(release);
+/// saying so, and make no initramfs (a second kernel release is installed without the module);
+/// dracut's also refuses to strip the signed programs it would copy in (`--strip`).
+fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path, release: &str) -> Result {
+    let without = "6.12.0-without-elfsig";
+    let modules = root.join("usr/lib/modules").join(without);
     for file in ["modules.builtin", "modules.builtin.modinfo"] {
         copy(&tree.join(file), &modules.join(file), 0o644)?;
     }
-    copy(&tree.join(".config"), &root.join(format!("boot/config-{release}")), 0o644)?;
-    Cmd::new("depmod").arg("-b").arg(root).arg(release).run()?;
-    let from = paths::root().join("kmod/boot/dracut/90elfsig");
-    let to = root.join("usr/lib/dracut/modules.d/90elfsig");
-    for file in ["module-setup.sh", "elfsig-load.sh"] {
-        copy(&from.join(file), &to.join(file), 0o755)?;
-    }
-    for (tool, build) in [
-        ("mkinitramfs", format!("mkinitramfs -o /boot/refused.img {release}")),
+    copy(&tree.join(".config"), &root.join(format!("boot/config-{without}")), 0o644)?;
+    Cmd::new("depmod").arg("-b").arg(root).arg(without).run()?;
+    let no_module = format!("no elfsig module for kernel {without}");
+    let dracut = |options: &str, kernel: &str| {
+        format!("dracut --force --no-hostonly --gzip {options} --add elfsig --kver {kernel} /boot/refused.img {kernel}")
+    };
+    for (what, build, says) in [
         (
-            "dracut",
-            format!("dracut --force --no-hostonly --gzip --add elfsig --kver {release} /boot/refused.img {release}"),
+            "mkinitramfs, a kernel without the module",
+            format!("mkinitramfs -o /boot/refused.img {without}"),
+            &no_module[..],
         ),
+        ("dracut, a kernel without the module", dracut("", without), &no_module),
+        ("dracut --strip", dracut("--strip", release), "would strip the signed programs"),
     ] {
         let out = std::process::Command::new("unshare")
             .args(["--mount", "--fork", "chroot"])
             .arg(root)
             .args(["/bin/sh", "-c", &format!("{build} 2>&1")])
             .output()
-            .map_err(|e| format!("cannot run {tool}: {e}"))?;
+            .map_err(|e| format!("cannot run {what}: {e}"))?;
         let said = String::from_utf8_lossy(&out.stdout);
         // mkinitramfs creates its output empty before it runs the hooks (update-initramfs,
         // which users run, builds into a temporary name); a refusal leaves it empty.
         let refused = root.join("boot/refused.img");
         let made = fs::metadata(&refused).is_ok_and(|m| m.len() > 0);
         let _ = fs::remove_file(&refused);
-        if out.status.success() || made || !said.contains(&format!("no elfsig module for kernel {release}")) {
+        if out.status.success() || made || !said.contains(says) {
             return Err(format!(
-                "{tool} for a kernel without the module: {} (initramfs made: {made}), expected a refusal naming it:\n{said}",
+                "{what}: {} (initramfs made: {made}), expected a refusal saying {says:?}:\n{said}",
                 out.status
             ));
         }
-        eprintln!("xtask: {tool} refused a kernel without the module, as it must");
+        eprintln!("xtask: refused, as it must: {what}");
     }
-    fs::remove_dir_all(&modules).map_err(|e| format!("cannot remove {}: {e}", modules.display()))?;
-    let _ = fs::remove_file(root.join(format!("boot/config-{release}")));
-    fs::remove_dir_all(&to).map_err(|e| format!("cannot remove {}: {e}", to.display()))
+    let _ = fs::remove_file(root.join(format!("boot/config-{without}")));
+    fs::remove_dir_all(&modules).map_err(|e| format!("cannot remove {}: {e}", modules.display()))
 }
 
 /// Signs every ELF file in the system, on all cores, and reports how fast.

@@ -12,7 +12,7 @@ use crate::{Result, chroot, paths};
 /// What the system holds: what the issue names (systemd, udev, python3, procps, iproute2,
 /// less, e2fsprogs, kmod, sudo, ping with its file capability, ssh), and what booting it the
 /// way users do takes (initramfs-tools and dracut for the module's early-boot hooks, setcap for
-/// ping's capability).
+/// ping's capability), and binutils, whose `strip` dracut uses when it finds it.
 const PACKAGES: &[&str] = &[
     "systemd-sysv",
     "udev",
@@ -28,6 +28,7 @@ const PACKAGES: &[&str] = &[
     "openssh-client",
     "initramfs-tools",
     "dracut-core",
+    "binutils",
 ];
 
 /// The release.

@@ -2,8 +2,10 @@
 # dracut pre-udev hook: loads the elfsig module with the parameters from /etc/modprobe.d, then
 # attaches its mapping guard when elfsig-guard is in the initramfs. `elfsig=off` on the kernel
 # command line skips both, for one boot. A module that fails to load stops the boot (dracut's
-# emergency shell) rather than boot unprotected; so does a guard that fails to attach once the
-# module requires it (require_mmap_guard=1). Sourced by dracut's init: no exit here.
+# die: a halt, or a shell with rd.shell) rather than boot unprotected; so does a guard that
+# fails to attach once the module requires it (require_mmap_guard=1). /run/elfsig-initramfs
+# (which survives switch_root) records what loaded the module. Sourced by dracut's init: no
+# exit here.
 
 type getarg >/dev/null 2>&1 || . /lib/dracut-lib.sh
 
@@ -11,12 +13,14 @@ if [ "$(getarg elfsig=)" = "off" ]; then
     warn "elfsig: not loaded (elfsig=off on the kernel command line)"
 elif ! modprobe elfsig; then
     die "elfsig: the module did not load; boot with elfsig=off to go on without it"
-elif command -v elfsig-guard >/dev/null \
-    && { [ -d /sys/kernel/security/elfsig ] || mount -t securityfs securityfs /sys/kernel/security; } \
-    && ! elfsig-guard; then
-    if [ "$(cat /sys/module/elfsig/parameters/require_mmap_guard 2>/dev/null)" = "Y" ]; then
-        die "elfsig: the mapping guard did not attach, and require_mmap_guard=1"
-    else
+else
+    [ -d /sys/kernel/security/elfsig ] || mount -t securityfs securityfs /sys/kernel/security
+    if ! elfsig-guard; then
+        if [ "$(cat /sys/module/elfsig/parameters/require_mmap_guard 2>/dev/null)" = "Y" ]; then
+            die "elfsig: the mapping guard did not attach, and require_mmap_guard=1"
+        fi
         warn "elfsig: the mapping guard did not attach: shared libraries are not checked"
     fi
+    mkdir -p /run
+    echo dracut >/run/elfsig-initramfs
 fi

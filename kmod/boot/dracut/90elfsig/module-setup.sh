@@ -15,6 +15,13 @@ depends() {
 }
 
 installkernel() {
+    # Stripping rewrites the programs the initramfs copies in, and breaks their signatures:
+    # the module would refuse them (udevd, elfsig-guard) once loaded.
+    # kmod/boot/dracut/90-elfsig.conf (in /etc/dracut.conf.d/) sets do_strip=no.
+    if [ "$do_strip" = "yes" ]; then
+        derror "elfsig: dracut would strip the signed programs it copies in: set do_strip=\"no\" (kmod/boot/dracut/90-elfsig.conf)"
+        return 1
+    fi
     if ! hostonly='' instmods -c elfsig; then
         derror "elfsig: no elfsig module for kernel $kernel; build it (dkms install elfsig/VERSION -k $kernel)"
         return 1
@@ -23,6 +30,6 @@ installkernel() {
 
 install() {
     inst_hook pre-udev 00 "$moddir/elfsig-load.sh"
-    inst_multiple -o elfsig-guard
+    inst_multiple elfsig-guard
     [ -f /etc/modprobe.d/elfsig.conf ] && inst_simple /etc/modprobe.d/elfsig.conf
 }
