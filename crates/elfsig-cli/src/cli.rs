@@ -121,7 +121,8 @@ pub struct SignArgs {
     /// Write the signed file here instead of replacing FILE (one FILE only).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
-    /// Sign every ELF file under DIR, skipping other files (may be repeated).
+    /// Sign every ELF program and library under DIR (may be repeated); kernel modules, objects,
+    /// debug files, firmware and files that are not ELF are left alone, and counted.
     #[arg(short, long, value_name = "DIR")]
     pub recursive: Vec<PathBuf>,
     /// Files to sign; signed files are re-signed, replacing their signature.
@@ -135,7 +136,8 @@ pub struct VerifyArgs {
     /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
     #[arg(long, value_name = "CERT", required = true)]
     pub cert: Vec<PathBuf>,
-    /// Verify every ELF file under DIR, skipping other files (may be repeated).
+    /// Verify every ELF program and library under DIR (may be repeated), leaving alone what
+    /// `sign --recursive` leaves alone.
     #[arg(short, long, value_name = "DIR")]
     pub recursive: Vec<PathBuf>,
     /// Files to verify.
