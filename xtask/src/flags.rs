@@ -9,7 +9,8 @@ xflags::xflags! {
     /// The project's automation: `cargo xtask <task>`.
     cmd xtask {
         /// Formatting, lints, the panic-freedom check, every test, a fuzz smoke run, the kernel
-        /// module's end-to-end suite in a VM, the quick stress run and the quick bench.
+        /// module's end-to-end suite in a VM, the quick stress run, the signed Debian system and
+        /// the quick bench (on the test kernel).
         cmd test {
             /// Only the kernel module's end-to-end suite in the VM.
             optional --vm-only
