@@ -7,17 +7,24 @@ use std::path::{Path, PathBuf};
 use crate::Result;
 use crate::cmd::Cmd;
 
+/// What enters `root` (`$0`) and runs `$1` there: its own /proc, a clean environment.
+const ENTER: &str = r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#;
+
 /// Runs `script` (sh) as root inside `root`, with its own /proc and a clean environment; the
 /// mount goes away with the command.
 pub fn run_in(root: &Path, script: &str) -> Result {
-    Cmd::new("unshare")
-        .args(["--mount", "--fork", "sh", "-c"])
-        .arg(
-            r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#,
-        )
+    Cmd::new("unshare").args(["--mount", "--fork", "sh", "-c", ENTER]).arg(root).arg(script).run()
+}
+
+/// As [`run_in`], for a script that is expected to fail: its exit status and output, whatever
+/// they are.
+pub fn output_in(root: &Path, script: &str) -> Result<std::process::Output> {
+    std::process::Command::new("unshare")
+        .args(["--mount", "--fork", "sh", "-c", ENTER])
         .arg(root)
         .arg(script)
-        .run()
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))
 }
 
 /// The root file system `parent/name/root`, made by `mmdebstrap` with `args` (options, suite,

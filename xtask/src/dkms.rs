@@ -87,9 +87,8 @@ pub fn test(tree: &Path) -> Result {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     stage(&sources.join(format!("elfsig-{VERSION}")), &[])?;
-    let release = fs::read_to_string(tree.join("include/config/kernel.release"))
-        .map_err(|e| format!("cannot read the test kernel's release: {e}"))?;
-    let release = release.trim();
+    let release = crate::kernel::release(tree)?;
+    let release = release.as_str();
     let dkms = |action: &str| {
         Cmd::new("dkms")
             .env("PATH", deps::path_with_cargo_bin())

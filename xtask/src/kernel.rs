@@ -175,6 +175,13 @@ fn check_config(tree: &Path, fragment: &str) -> Result {
     }
 }
 
+/// The release (`uname -r`) of the kernel built in `tree`.
+pub fn release(tree: &Path) -> Result<String> {
+    let file = tree.join("include/config/kernel.release");
+    let release = fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    Ok(release.trim().to_owned())
+}
+
 /// Checks that `tree` is a prepared kernel tree with Rust support, for `--kdir`.
 pub fn check_prepared(tree: &Path) -> Result {
     let config = fs::read_to_string(tree.join(".config"))

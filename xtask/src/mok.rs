@@ -23,9 +23,9 @@ pub fn test(tree: &Path, ko: &Path) -> Result {
     let module = work.join("elfsig.ko");
     fs::copy(ko, &module).map_err(|e| format!("cannot copy {}: {e}", ko.display()))?;
     let keys = work.join("mok");
-    let mok_sign = |kdir: &Path| {
+    let mok_sign = |kdir: &Path, keys: &Path| {
         let mut command = Command::new(&script);
-        command.env("KDIR", kdir).env("ELFSIG_MOK_DIR", &keys);
+        command.env("KDIR", kdir).env("ELFSIG_MOK_DIR", keys);
         command
     };
 
@@ -44,14 +44,19 @@ pub fn test(tree: &Path, ko: &Path) -> Result {
     fs::copy(ko, &unsigned).map_err(|e| format!("cannot copy {}: {e}", ko.display()))?;
     let compressed = work.join("elfsig.ko.xz");
     fs::write(&compressed, b"not really xz").map_err(|e| format!("cannot write {}: {e}", compressed.display()))?;
-    let cases: [(&Path, &Path, &str); 3] = [
-        (&work.join("missing.ko"), tree, "no module"),
-        (&compressed, tree, "decompress it first"),
-        (&unsigned, &work, "install the kernel's headers, or set KDIR"),
+    // A key whose certificate is gone must not be replaced by a new pair (it may be enrolled).
+    let half = work.join("half");
+    fs::create_dir_all(&half).map_err(|e| format!("cannot create {}: {e}", half.display()))?;
+    fs::copy(keys.join("mok.key"), half.join("mok.key")).map_err(|e| format!("cannot copy the MOK key: {e}"))?;
+    let cases: [(&Path, &Path, &Path, &str); 4] = [
+        (&work.join("missing.ko"), tree, &keys, "no module"),
+        (&compressed, tree, &keys, "decompress it first"),
+        (&unsigned, &work, &keys, "install the kernel's headers, or set KDIR"),
+        (&unsigned, tree, &half, "only one of"),
     ];
-    for (target, kdir, says) in cases {
+    for (target, kdir, keys, says) in cases {
         let before = fs::read(target).ok();
-        let out = mok_sign(kdir).arg(target).output().map_err(|e| format!("cannot run mok-sign: {e}"))?;
+        let out = mok_sign(kdir, keys).arg(target).output().map_err(|e| format!("cannot run mok-sign: {e}"))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.success() || !stderr.contains(says) {
             return Err(format!(
@@ -63,6 +68,9 @@ pub fn test(tree: &Path, ko: &Path) -> Result {
         if fs::read(target).ok() != before {
             return Err(format!("mok-sign changed {} while refusing it", target.display()));
         }
+    }
+    if half.join("mok.der").exists() {
+        return Err("mok-sign made a certificate next to a key that had lost its own".into());
     }
     eprintln!("xtask: mok-sign signed the module with a new MOK and refused what it must");
     Ok(())

@@ -14,9 +14,19 @@ use crate::error::Error;
 #[derive(Debug)]
 pub struct Names {
     first: Vec<Option<usize>>,
-    /// For each first name: how many of the paths name it, its inode and its link count when
-    /// grouped.
-    groups: HashMap<usize, (u64, u64, u64)>,
+    /// For each first name, its file.
+    groups: HashMap<usize, Group>,
+}
+
+/// A file with several names among the paths.
+#[derive(Debug)]
+struct Group {
+    /// How many of the paths name it.
+    names: u64,
+    /// Its inode when grouped (before it is replaced).
+    ino: u64,
+    /// Its link count then.
+    nlink: u64,
 }
 
 impl Names {
@@ -40,11 +50,11 @@ impl Names {
             match seen.get(&(meta.dev(), meta.ino())) {
                 Some(&earlier) => {
                     first.push(Some(earlier));
-                    groups.entry(earlier).and_modify(|(count, _, _)| *count += 1);
+                    groups.entry(earlier).and_modify(|group: &mut Group| group.names += 1);
                 }
                 None => {
                     seen.insert((meta.dev(), meta.ino()), index);
-                    groups.insert(index, (1, meta.ino(), meta.nlink()));
+                    groups.insert(index, Group { names: 1, ino: meta.ino(), nlink: meta.nlink() });
                     first.push(None);
                 }
             }
@@ -60,7 +70,7 @@ impl Names {
     /// Whether path `index` is the first of a file whose every name is among the paths (so
     /// none keeps the old file once the others are linked again).
     pub fn covers_every_name(&self, index: usize) -> bool {
-        self.groups.get(&index).is_some_and(|&(count, _, nlink)| count >= nlink)
+        self.groups.get(&index).is_some_and(|group| group.names >= group.nlink)
     }
 
     /// Links every other name of a replaced file to the new file; returns, for each such name,
@@ -70,11 +80,11 @@ impl Names {
         let mut results = Vec::new();
         for (index, first) in self.first.iter().enumerate() {
             let (Some(first), Some(path)) = (*first, paths.get(index)) else { continue };
-            let (Some(first_path), Some(&(_, old_ino, _))) = (paths.get(first), self.groups.get(&first)) else {
+            let (Some(first_path), Some(group)) = (paths.get(first), self.groups.get(&first)) else {
                 continue;
             };
-            let replaced = fs::metadata(first_path).is_ok_and(|m| m.ino() != old_ino);
-            let unchanged = fs::metadata(path).is_ok_and(|m| m.ino() == old_ino);
+            let replaced = fs::metadata(first_path).is_ok_and(|m| m.ino() != group.ino);
+            let unchanged = fs::metadata(path).is_ok_and(|m| m.ino() == group.ino);
             if replaced && unchanged {
                 let result = link_over(first_path, path)
                     .map(|()| format!("another name of {}: linked to the new file", first_path.display()));

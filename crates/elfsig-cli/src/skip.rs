@@ -88,12 +88,7 @@ impl Skip {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Some(Skip::NotElf),
             Err(_) => return None,
         }
-        if path
-            .components()
-            .collect::<Vec<_>>()
-            .windows(2)
-            .any(|w| w[0].as_os_str() == "lib" && w[1].as_os_str() == "firmware")
-        {
+        if path.iter().zip(path.iter().skip(1)).any(|(a, b)| a == "lib" && b == "firmware") {
             return Some(Skip::Firmware);
         }
         let mut reader = file.reader();

@@ -558,13 +558,18 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
     );
     let module = scratch.write("tree/sub/driver.ko", &relocatable);
     let object = scratch.write("tree/sub/thing.o", &relocatable);
+    let mut core_dump = relocatable.clone();
+    core_dump[16] = 4; // e_type ET_CORE, little-endian
+    let core_dump = scratch.write("tree/sub/core", &core_dump);
     let debug = scratch.path("tree/sub/true.debug");
     let made = Command::new("objcopy").arg("--only-keep-debug").arg(true_binary()).arg(&debug).status().unwrap();
     assert!(made.success(), "objcopy --only-keep-debug failed");
     fs::create_dir_all(tree.join("lib/firmware")).unwrap();
     let firmware = scratch.copy(&true_binary(), "tree/lib/firmware/remoteproc.mdt");
-    let left_alone: Vec<(PathBuf, Vec<u8>)> =
-        [&module, &object, &debug, &firmware].iter().map(|p| (p.to_path_buf(), fs::read(p).unwrap())).collect();
+    let left_alone: Vec<(PathBuf, Vec<u8>)> = [&module, &object, &debug, &core_dump, &firmware]
+        .iter()
+        .map(|p| (p.to_path_buf(), fs::read(p).unwrap()))
+        .collect();
 
     let out = sign_cmd(&keys).arg("--recursive").arg(&tree).output().unwrap();
     let stderr = stderr_of(&out);
@@ -577,8 +582,8 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
     assert!(stderr.contains(&format!("elfsig: {}: skipped: a relocatable object", object.display())), "{stderr}");
     assert!(stderr.contains(&format!("elfsig: {}: skipped: a separate debug file", debug.display())), "{stderr}");
     assert!(stderr.contains(&format!("elfsig: {}: skipped: firmware", firmware.display())), "{stderr}");
-    let summary =
-        "elfsig: signed: 3 done, 6 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 firmware files)\n";
+    assert!(stderr.contains(&format!("elfsig: {}: skipped: a core dump", core_dump.display())), "{stderr}");
+    let summary = "elfsig: signed: 3 done, 7 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files)\n";
     assert!(stderr.ends_with(summary), "{stderr}");
     for (path, bytes) in &left_alone {
         assert!(fs::read(path).unwrap() == *bytes, "{} was changed", path.display());
@@ -599,7 +604,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         .assert()
         .success()
         .stdout(contains(format!("{}: OK", elves[1].display())))
-        .stderr(contains("elfsig: verified: 3 done, 6 skipped"));
+        .stderr(contains("elfsig: verified: 3 done, 7 skipped"));
 
     // Tamper with one: verify --recursive fails and names it.
     let tampered = &elves[1];
@@ -619,7 +624,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         .stdout(contains(tampered.display().to_string()).not())
         .stderr(contains(format!("elfsig: {}: modified since it was signed", tampered.display())))
         .stderr(contains(
-            "elfsig: verified: 2 done, 6 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 firmware files), 1 failed",
+            "elfsig: verified: 2 done, 7 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files), 1 failed",
         ));
 }
 

@@ -9,6 +9,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output};
 
+use elfsig_control::{Control, Guard, Mode};
 use elfsig_guest::harness::{self, Context, Outcome, Stats, Suite, ensure};
 use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
@@ -62,14 +63,14 @@ fn booted() -> Outcome {
     ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
 }
 
-fn module_state(mode: &str, locked: &str) -> Outcome {
-    let read = |name: &str| std::fs::read_to_string(harness::control(name)).map(|s| s.trim().to_owned());
-    let (got_mode, got_lock, guard) = (read("mode"), read("lock"), read("guard"));
+fn module_state(mode: Mode, locked: bool) -> Outcome {
+    let control = Control::system();
+    let (got_mode, got_lock, guard) = (control.mode(), control.locked(), control.guard());
     ensure(
-        got_mode.as_deref().ok() == Some(mode)
-            && got_lock.as_deref().ok() == Some(locked)
-            && guard.as_deref().ok() == Some("active"),
-        || format!("mode {got_mode:?}, lock {got_lock:?}, guard {guard:?}; expected {mode}, {locked}, active"),
+        got_mode.as_ref().ok() == Some(&mode)
+            && got_lock.as_ref().ok() == Some(&locked)
+            && matches!(guard, Ok(Guard::Active)),
+        || format!("mode {got_mode:?}, locked {got_lock:?}, guard {guard:?}; expected {mode:?}, {locked}, active"),
     )
 }
 
@@ -217,7 +218,7 @@ fn refusals(suite: &mut Suite<'_>) {
         ensure(!out.status.success(), || "elfsig mode permissive succeeded while locked".into())?;
         let out = harness::run("/usr/sbin/rmmod", &["elfsig"]).context("rmmod")?;
         ensure(!out.status.success(), || "rmmod elfsig succeeded while locked".into())?;
-        module_state("enforce", "1")
+        module_state(Mode::Enforce, true)
     });
 }
 
@@ -230,7 +231,7 @@ fn enforce() {
         let by = std::fs::read_to_string("/run/elfsig-initramfs").context("/run/elfsig-initramfs")?;
         let expected = elfsig_guest::cmdline(DISTRO_INITRAMFS).unwrap_or_default();
         ensure(by.trim() == expected, || format!("loaded by {:?}, expected {expected:?}", by.trim()))?;
-        module_state("enforce", "1")
+        module_state(Mode::Enforce, true)
     });
     suite.case("elfsig.service, for hosts that load the module later, changed nothing", || {
         shell_runs("systemctl show -p ActiveState elfsig.service", "ActiveState=active")?;
@@ -267,7 +268,7 @@ fn discover() {
     let mut suite = Suite::default();
     suite.case("the unsigned system booted in permissive mode", || {
         booted()?;
-        module_state("permissive", "0")
+        module_state(Mode::Permissive, false)
     });
     suite.case("every file that would have been refused is listed", || {
         let daemon = AuditDaemon::register().context("register as the audit daemon")?;

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::cmd::Cmd;
 use crate::keys::KeyPair;
-use crate::{Result, chroot, paths};
+use crate::{Result, chroot, kernel, paths};
 
 /// What goes into the system besides Debian.
 #[derive(Debug)]
@@ -92,35 +92,34 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
     Ok(Image { disk, initrd, dracut_initrd })
 }
 
-fn copy(from: &Path, to: &Path, mode: u32) -> Result {
-    if let Some(dir) = to.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// Makes the directory `path` goes in.
+fn parent_made(path: &Path) -> Result {
+    match path.parent() {
+        Some(dir) => fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display())),
+        None => Ok(()),
     }
+}
+
+fn copy(from: &Path, to: &Path, mode: u32) -> Result {
+    parent_made(to)?;
     fs::copy(from, to).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
     fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(|e| format!("cannot chmod {}: {e}", to.display()))
 }
 
 fn write(to: &Path, text: &str) -> Result {
-    if let Some(dir) = to.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
+    parent_made(to)?;
     fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
 }
 
 fn symlink(target: &str, link: &Path) -> Result {
-    if let Some(dir) = link.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
+    parent_made(link)?;
     let _ = fs::remove_file(link);
     std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
 }
 
 /// Installs elfsig into the system as an administrator would; returns the kernel release.
 fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<String> {
-    let release = fs::read_to_string(parts.tree.join("include/config/kernel.release"))
-        .map_err(|e| format!("cannot read the kernel's release: {e}"))?
-        .trim()
-        .to_owned();
+    let release = kernel::release(parts.tree)?;
     // The module where modprobe finds it, as `dkms install` puts it.
     let modules = root.join("usr/lib/modules").join(&release);
     for file in ["modules.builtin", "modules.builtin.modinfo", "modules.order"] {
@@ -175,8 +174,7 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
 }
 
 /// The initramfs dracut makes with `kmod/boot/dracut/` installed (by [`install`]), as on Fedora
-/// or RHEL: generic
-/// (not for this build host's devices), gzip, which the test kernel reads.
+/// or RHEL: generic (not for this build host's devices), gzip, which the test kernel reads.
 fn dracut(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
     let built = format!("/boot/initrd.dracut-{release}");
     chroot::run_in(
@@ -212,12 +210,7 @@ fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path, release: &
         ("dracut, a kernel without the module", dracut("", without), &no_module),
         ("dracut --strip", dracut("--strip", release), "would strip the signed programs"),
     ] {
-        let out = std::process::Command::new("unshare")
-            .args(["--mount", "--fork", "chroot"])
-            .arg(root)
-            .args(["/bin/sh", "-c", &format!("{build} 2>&1")])
-            .output()
-            .map_err(|e| format!("cannot run {what}: {e}"))?;
+        let out = chroot::output_in(root, &format!("{build} 2>&1"))?;
         let said = String::from_utf8_lossy(&out.stdout);
         // mkinitramfs creates its output empty before it runs the hooks (update-initramfs,
         // which users run, builds into a temporary name); a refusal leaves it empty.
@@ -236,9 +229,10 @@ fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path, release: &
     fs::remove_dir_all(&modules).map_err(|e| format!("cannot remove {}: {e}", modules.display()))
 }
 
-/// Signs every ELF file in the system, on all cores, and reports how fast.
+/// Signs every ELF file in the system, on all cores, and reports how fast: the files elfsig
+/// says it signed, and the bytes of the ELF files in the tree.
 fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
-    let (files, bytes) = elf_files(root)?;
+    let bytes = elf_bytes(root)?;
     let started = Instant::now();
     let out = std::process::Command::new(elfsig)
         .args(["sign", "--key"])
@@ -251,24 +245,28 @@ fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
         .map_err(|e| format!("cannot run {}: {e}", elfsig.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for line in stderr.lines().filter(|l| !l.contains(": skipped: ") || l.contains("kernel module")) {
+    for line in stderr.lines() {
         eprintln!("  {line}");
     }
     if !out.status.success() {
         return Err(format!("elfsig sign --recursive {} failed", root.display()));
     }
+    let signed: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("elfsig: signed: ")?.split_once(" done")?.0.parse().ok())
+        .ok_or("elfsig sign --recursive printed no summary")?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     eprintln!(
-        "xtask: signed the system: {files} ELF files, {:.1} MiB, in {seconds:.1} s: {:.0} files/s on {cores} cores",
+        "xtask: signed the system: {signed} files ({:.1} MiB of ELF files), in {seconds:.1} s: {:.0} files/s on {cores} cores",
         bytes as f64 / (1 << 20) as f64,
-        files as f64 / seconds
+        signed as f64 / seconds
     );
     Ok(())
 }
 
-/// How many ELF files the tree holds, and their bytes (symbolic links not followed).
-fn elf_files(dir: &Path) -> Result<(u64, u64)> {
-    let (mut files, mut bytes) = (0, 0);
+/// The bytes of the tree's ELF files (symbolic links not followed).
+fn elf_bytes(dir: &Path) -> Result<u64> {
+    let mut bytes = 0;
     let mut pending = vec![dir.to_owned()];
     while let Some(dir) = pending.pop() {
         for entry in fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
@@ -282,13 +280,12 @@ fn elf_files(dir: &Path) -> Result<(u64, u64)> {
                     .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
                     .is_ok_and(|()| magic == *b"\x7fELF");
                 if elf {
-                    files += 1;
                     bytes += entry.metadata().map_or(0, |m| m.len());
                 }
             }
         }
     }
-    Ok((files, bytes))
+    Ok(bytes)
 }
 
 /// `mke2fs -d`: the tree as an ext4 image, with room to spare for what the system writes.
