@@ -7,9 +7,9 @@
 //! daemon, which this is.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Output};
 
 use elfsig_control::{Control, Guard, Mode};
+use elfsig_guest::debian::{self, WORKLOAD, booted, run_case, sh, shell_runs, system_state};
 use elfsig_guest::harness::{self, Context, Outcome, Stats, Suite, ensure};
 use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
@@ -21,46 +21,13 @@ const CANARY: &str = "elfsig-guard-canary";
 /// A shared library every program here maps.
 const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
 
-/// Runs the checks the kernel command line names, then ends the VM: the test kernel cannot
-/// power off (no ACPI), and QEMU runs with -no-reboot, so a reboot ends it.
+/// Runs the checks the kernel command line names, then ends the VM.
 pub(crate) fn run() {
     match elfsig_guest::cmdline(DISTRO_CHECK).as_deref() {
         Some("discover") => discover(),
         _ => enforce(),
     }
-    let _ = Command::new("systemctl").args(["--force", "reboot"]).status();
-}
-
-fn sh(script: &str) -> std::io::Result<Output> {
-    Command::new("/bin/sh").args(["-c", script]).output()
-}
-
-/// Runs `script` with sh; it must exit 0, and its stdout must contain `expected`.
-fn shell_runs(script: &str, expected: &str) -> Outcome {
-    let out = sh(script).context(script)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    ensure(out.status.success(), || {
-        format!("`{script}` exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
-    })?;
-    ensure(stdout.contains(expected), || format!("`{script}` printed {:?}, without {expected:?}", stdout.trim()))
-}
-
-/// Waits for systemd to finish starting the system; its state, and the failed units' names.
-fn system_state() -> Result<(String, String), String> {
-    let state = Command::new("systemctl").args(["is-system-running", "--wait"]).output().context("systemctl")?;
-    let failed = Command::new("systemctl")
-        .args(["list-units", "--failed", "--no-legend", "--plain", "--no-pager"])
-        .output()
-        .context("systemctl")?;
-    Ok((
-        String::from_utf8_lossy(&state.stdout).trim().to_owned(),
-        String::from_utf8_lossy(&failed.stdout).trim().to_owned(),
-    ))
-}
-
-fn booted() -> Outcome {
-    let (state, failed) = system_state()?;
-    ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
+    debian::end();
 }
 
 fn module_state(mode: Mode, locked: bool) -> Outcome {
@@ -82,45 +49,12 @@ fn print_stats(stats: &Stats) {
     harness::diagnostic(format_args!("stats: {}", line.join(" ")));
 }
 
-/// The workload: what a real system does, each a case of its own.
+/// The workload, each a case of its own, and the execs real systems do besides.
 fn workload(suite: &mut Suite<'_>) {
-    suite.case("python3 with C extensions, and ping's file capability kept", || {
-        shell_runs(
-            "python3 -c 'import json, _json, zlib, math, os; \
-             print(json.dumps(math.isqrt(1764)), zlib.crc32(b\"elfsig\"), \
-             len(os.getxattr(\"/usr/bin/ping\", \"security.capability\")))'",
-            "42 ",
-        )
-    });
-    suite.case("dpkg -l", || shell_runs("dpkg -l | grep -c '^ii'", ""));
-    suite.case("sudo -n true", || shell_runs("sudo -n true && echo ok", "ok"));
-    suite.case("ping -c1 127.0.0.1, as root and as nobody", || {
-        shell_runs("ip link set lo up; ping -c1 -W5 127.0.0.1", "1 received")?;
-        shell_runs("setpriv --reuid=nobody --regid=nogroup --clear-groups ping -c1 -W5 127.0.0.1", "1 received")
-    });
-    suite.case("tar and gzip of /usr/share", || {
-        shell_runs(
-            "tar -czf /root/share.tar.gz -C /usr share && tar -tzf /root/share.tar.gz | grep -c '^share/doc/' \
-             && rm /root/share.tar.gz",
-            "",
-        )
-    });
-    suite.case("a shell pipeline", || {
-        shell_runs("ls -l /usr/bin | sort -k5 -n | tail -n 5 | awk '{print $9}' | wc -l", "5")
-    });
-    suite.case("systemctl queries", || {
-        shell_runs("systemctl list-units --no-pager --no-legend | grep -c '\\.service'", "")?;
-        shell_runs("systemctl show -p ActiveState systemd-journald.service", "ActiveState=active")?;
-        shell_runs("systemctl status --no-pager systemd-udevd.service", "active (running)")
-    });
-    suite.case("ps, ip, lsmod, less, ssh, tune2fs", || {
-        shell_runs("ps -e | grep -c systemd", "")?;
-        shell_runs("ip -brief address show lo", "lo")?;
-        shell_runs("lsmod", "elfsig")?;
-        shell_runs("less --version", "less")?;
-        shell_runs("ssh -V 2>&1", "OpenSSH")?;
-        shell_runs("tune2fs -l /dev/vda | grep 'volume name'", "elfsig-root")
-    });
+    for (name, steps) in WORKLOAD {
+        suite.case(name, || run_case(steps));
+    }
+    suite.case("the module is listed by lsmod", || shell_runs("lsmod", "elfsig"));
     suite.case("execs real systems do: fexecve, memfd, /proc/self/exe, env scripts, setuid, hard links", || {
         // fexecve (execveat with AT_EMPTY_PATH) of a signed program, and of a signed copy in
         // a memfd.

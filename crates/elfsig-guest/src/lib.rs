@@ -1,9 +1,11 @@
 //! What runs inside elfsig's test and bench VMs as PID 1: mounting, the system calls std does
 //! not offer, the reporting harness (in KTAP), and what the host and the guests agree on (the
-//! image's paths, the kernel command line). The test runner (`src/main.rs`) and the bench
+//! image's paths, the kernel command line); and inside the signed Debian system, the workload
+//! its checks and its boot bench share (`debian`). The test runner (`src/main.rs`) and the bench
 //! program (`bench/`) are built on it; `cargo xtask` reads the same constants and parses the
 //! same KTAP.
 
+pub mod debian;
 pub mod harness;
 pub mod image;
 pub mod ktap;

@@ -1,0 +1,105 @@
+//! The signed Debian system's workload (`cargo xtask distro`): what a real system does, as
+//! shell steps. The checks run it expecting no refusal; the `boot` bench times it right after
+//! boot, when every program and library it uses is met for the first time.
+
+use std::process::{Command, Output};
+
+use crate::harness::{Context, Outcome, ensure};
+
+/// A step: a shell script, which must exit 0 and print this on its standard output.
+pub type Step = (&'static str, &'static str);
+
+/// The workload's cases, in order: a name and its steps.
+pub const WORKLOAD: [(&str, &[Step]); 8] = [
+    (
+        "python3 with C extensions, and ping's file capability kept",
+        &[(
+            "python3 -c 'import json, _json, zlib, math, os; \
+             print(json.dumps(math.isqrt(1764)), zlib.crc32(b\"elfsig\"), \
+             len(os.getxattr(\"/usr/bin/ping\", \"security.capability\")))'",
+            "42 ",
+        )],
+    ),
+    ("dpkg -l", &[("dpkg -l | grep -c '^ii'", "")]),
+    ("sudo -n true", &[("sudo -n true && echo ok", "ok")]),
+    (
+        "ping -c1 127.0.0.1, as root and as nobody",
+        &[
+            ("ip link set lo up; ping -c1 -W5 127.0.0.1", "1 received"),
+            ("setpriv --reuid=nobody --regid=nogroup --clear-groups ping -c1 -W5 127.0.0.1", "1 received"),
+        ],
+    ),
+    (
+        "tar and gzip of /usr/share",
+        &[(
+            "tar -czf /root/share.tar.gz -C /usr share && tar -tzf /root/share.tar.gz | grep -c '^share/doc/' \
+             && rm /root/share.tar.gz",
+            "",
+        )],
+    ),
+    ("a shell pipeline", &[("ls -l /usr/bin | sort -k5 -n | tail -n 5 | awk '{print $9}' | wc -l", "5")]),
+    (
+        "systemctl queries",
+        &[
+            ("systemctl list-units --no-pager --no-legend | grep -c '\\.service'", ""),
+            ("systemctl show -p ActiveState systemd-journald.service", "ActiveState=active"),
+            ("systemctl status --no-pager systemd-udevd.service", "active (running)"),
+        ],
+    ),
+    (
+        "ps, ip, lsmod, less, ssh, tune2fs",
+        &[
+            ("ps -e | grep -c systemd", ""),
+            ("ip -brief address show lo", "lo"),
+            ("lsmod", "Module"),
+            ("less --version", "less"),
+            ("ssh -V 2>&1", "OpenSSH"),
+            ("tune2fs -l /dev/vda | grep 'volume name'", "elfsig-root"),
+        ],
+    ),
+];
+
+/// Runs `script` with sh.
+pub fn sh(script: &str) -> std::io::Result<Output> {
+    Command::new("/bin/sh").args(["-c", script]).output()
+}
+
+/// Runs `script` with sh; it must exit 0, and its stdout must contain `expected`.
+pub fn shell_runs(script: &str, expected: &str) -> Outcome {
+    let out = sh(script).context(script)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(out.status.success(), || {
+        format!("`{script}` exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
+    })?;
+    ensure(stdout.contains(expected), || format!("`{script}` printed {:?}, without {expected:?}", stdout.trim()))
+}
+
+/// Runs one case's steps in order, stopping at the first that fails.
+pub fn run_case(steps: &[Step]) -> Outcome {
+    steps.iter().try_for_each(|(script, expected)| shell_runs(script, expected))
+}
+
+/// Waits for systemd to finish starting the system; its state, and the failed units' names.
+pub fn system_state() -> Result<(String, String), String> {
+    let state = Command::new("systemctl").args(["is-system-running", "--wait"]).output().context("systemctl")?;
+    let failed = Command::new("systemctl")
+        .args(["list-units", "--failed", "--no-legend", "--plain", "--no-pager"])
+        .output()
+        .context("systemctl")?;
+    Ok((
+        String::from_utf8_lossy(&state.stdout).trim().to_owned(),
+        String::from_utf8_lossy(&failed.stdout).trim().to_owned(),
+    ))
+}
+
+/// The system booted: systemd is `running`, no unit failed.
+pub fn booted() -> Outcome {
+    let (state, failed) = system_state()?;
+    ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
+}
+
+/// Ends the system: the test kernel cannot power off (no ACPI), and QEMU runs with
+/// `-no-reboot`, so a reboot ends the VM.
+pub fn end() {
+    let _ = Command::new("systemctl").args(["--force", "reboot"]).status();
+}
