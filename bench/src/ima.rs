@@ -22,9 +22,6 @@ const POLICY: &str = "/sys/kernel/security/ima/policy";
 /// Sets IMA up; afterwards `/b/ima/<program>` runs only with a valid signature.
 pub(crate) fn setup() -> Result<(), String> {
     let der = std::fs::read(image::BENCH_IMA_CERT).context(image::BENCH_IMA_CERT)?;
-    let keyring = system::add_key("keyring", "_ima", &[], libc::KEY_SPEC_USER_KEYRING).context("create _ima")?;
-    system::add_key("asymmetric", "", &der, keyring).context("add the key to _ima")?;
-
     std::fs::create_dir_all(image::BENCH_IMA_COPIES).context(image::BENCH_IMA_COPIES)?;
     for entry in std::fs::read_dir(image::BENCH_IMA_SIGNATURES).context(image::BENCH_IMA_SIGNATURES)? {
         let sig_path = entry.context(image::BENCH_IMA_SIGNATURES)?.path();
@@ -35,7 +32,7 @@ pub(crate) fn setup() -> Result<(), String> {
         "appraise func=BPRM_CHECK fowner={IMA_UID} appraise_type=imasig\n\
          appraise func=MMAP_CHECK fowner={IMA_UID} appraise_type=imasig\n"
     );
-    std::fs::write(POLICY, policy).context("write the IMA policy")?;
+    load(&der, &policy)?;
 
     // The policy is live: a signed copy runs and loads a signed library; an unsigned program or
     // library owned by the same user does not.
@@ -55,6 +52,15 @@ pub(crate) fn setup() -> Result<(), String> {
     } else {
         Err(format!("IMA let an unsigned library load: {out:?}"))
     }
+}
+
+/// Puts the certificate `der` in a keyring named `_ima` in root's user keyring, where IMA finds
+/// it, and loads `policy`: from then on, what the policy names runs only with a signature that
+/// certificate verifies.
+pub(crate) fn load(der: &[u8], policy: &str) -> Result<(), String> {
+    let keyring = system::add_key("keyring", "_ima", &[], libc::KEY_SPEC_USER_KEYRING).context("create _ima")?;
+    system::add_key("asymmetric", "", der, keyring).context("add the key to _ima")?;
+    std::fs::write(POLICY, policy).context("write the IMA policy")
 }
 
 /// Copies `/b/signed/<name>` to `/b/ima/<name>`, owned by [`IMA_UID`], with `signature` in

@@ -6,9 +6,12 @@
 //! `elfsig.suites=a,b` runs only those (`cargo xtask bench --suite`, while working on one).
 //!
 //! Run as `elfsig-bench execl-chain N MODE`, it is the program the execl benchmark chains; as
-//! `elfsig-bench spawn SECONDS`, the process the process-creation benchmark forks from.
+//! `elfsig-bench spawn SECONDS`, the process the process-creation benchmark forks from. The
+//! `boot` suite runs in the signed Debian system instead: `elfsig-bench boot` there, started by
+//! a unit, and `elfsig-bench boot-ima` in its initramfs (`boot.rs`).
 
 mod apps;
+mod boot;
 mod config;
 mod coreutils;
 mod exec;
@@ -27,6 +30,9 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("execl-chain") => unixbench::execl_chain(&args),
         Some("spawn") => unixbench::spawn_loop(&args),
+        // In the signed Debian system, by a unit, and from its initramfs.
+        Some("boot") => return boot::measure(),
+        Some("boot-ima") => return boot::load_ima(),
         _ => {}
     }
     elfsig_guest::boot();

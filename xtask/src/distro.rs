@@ -7,15 +7,17 @@
 //! permissive mode, and every file that would have been refused is listed: what an
 //! administrator does before switching to enforce.
 
-mod image;
+mod bench;
+pub mod image;
 mod rootfs;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 
 use crate::kernel::{Flavor, Kernel};
+use crate::keys::TestKeys;
 use crate::vm::qemu;
 use crate::{Result, deps, flags, keys, kmod, paths, tools, vm};
 
@@ -24,31 +26,69 @@ pub fn run(_options: &flags::Distro) -> Result {
     test()
 }
 
+/// What the images are made of, built or reused.
+struct Inputs {
+    pristine: PathBuf,
+    keys: TestKeys,
+    kernel: Kernel,
+    ko: PathBuf,
+    elfsig: PathBuf,
+    guard: PathBuf,
+    guest: PathBuf,
+    bench: PathBuf,
+}
+
+impl Inputs {
+    fn build() -> Result<Inputs> {
+        deps::ensure(vm::VM_PACKAGES)?;
+        let pristine = rootfs::pristine()?;
+        let elfsig = tools::build_cli()?;
+        let keys = keys::test_keys(&elfsig)?;
+        let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
+        let guard = tools::build_guard()?;
+        let guest = tools::build_static("elfsig-guest")?;
+        let bench = tools::build_static("elfsig-bench")?;
+        Ok(Inputs { pristine, keys, kernel, ko, elfsig, guard, guest, bench })
+    }
+
+    fn make(&self, variant: image::Variant<'_>) -> Result<image::Image> {
+        let parts = image::Parts {
+            elfsig: &self.elfsig,
+            guard: &self.guard,
+            guest: &self.guest,
+            bench: &self.bench,
+            ko: &self.ko,
+            tree: &self.kernel.tree,
+        };
+        image::make(&self.pristine, &parts, variant)
+    }
+}
+
+/// The signed system the `boot` bench boots, and the kernel it boots on.
+pub fn signed_image() -> Result<(Kernel, image::Image)> {
+    let inputs = Inputs::build()?;
+    let image = inputs.make(image::Variant::Signed(&inputs.keys.kernel))?;
+    Ok((inputs.kernel, image))
+}
+
 /// Builds the images (reusing the cached Debian system), boots both and checks them.
 pub fn test() -> Result {
-    deps::ensure(vm::VM_PACKAGES)?;
-    let pristine = rootfs::pristine()?;
-    let elfsig = tools::build_cli()?;
-    let keys = keys::test_keys(&elfsig)?;
-    let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
-    let guard = tools::build_guard()?;
-    let guest = tools::build_static("elfsig-guest")?;
-    let parts = image::Parts { elfsig: &elfsig, guard: &guard, guest: &guest, ko: &ko, tree: &kernel.tree };
-
-    let signed = image::make(&pristine, &parts, image::Variant::Signed(&keys.kernel))?;
+    let inputs = Inputs::build()?;
+    let kernel = &inputs.kernel;
+    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel))?;
     // Both boots run even when the first fails: each says something the other does not.
     let check = format!("{DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=");
-    let enforced = boot(&kernel, &signed.disk, &signed.initrd, "distro-enforce", &format!("{check}initramfs-tools"));
+    let enforced = boot(kernel, &signed.disk, &signed.initrd, "distro-enforce", &format!("{check}initramfs-tools"));
     // The same system, its module loaded by dracut's initramfs instead.
     let dracut = match &signed.dracut_initrd {
-        Some(initrd) => boot(&kernel, &signed.disk, initrd, "distro-dracut", &format!("{check}dracut")).map(|_| ()),
+        Some(initrd) => boot(kernel, &signed.disk, initrd, "distro-dracut", &format!("{check}dracut")).map(|_| ()),
         None => Err("no dracut initramfs".into()),
     };
 
-    let unsigned = image::make(&pristine, &parts, image::Variant::Unsigned)?;
+    let unsigned = inputs.make(image::Variant::Unsigned)?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
     let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
-    let console = boot(&kernel, &unsigned.disk, &unsigned.initrd, "distro-discover", &discover)?;
+    let console = boot(kernel, &unsigned.disk, &unsigned.initrd, "distro-discover", &discover)?;
     let list: Vec<&str> = console.lines().filter_map(|l| l.strip_prefix("# ")?.strip_prefix(TO_SIGN)).collect();
     let path = paths::target().join("distro/to-sign.txt");
     fs::write(&path, list.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -56,9 +96,12 @@ pub fn test() -> Result {
     enforced.and(dracut)
 }
 
+/// What boots the image: the root file system on the virtio disk.
+pub const ROOT: &str = "root=/dev/vda rw rootfstype=ext4";
+
 /// Boots `disk` with `initrd` on the test kernel and checks the report; returns the console.
 fn boot(kernel: &Kernel, disk: &Path, initrd: &Path, label: &str, append: &str) -> Result<String> {
-    let append = format!("root=/dev/vda rw rootfstype=ext4 {append}");
+    let append = format!("{ROOT} {append}");
     let run = qemu::boot(&qemu::Boot {
         kernel: &kernel.bzimage,
         initramfs: initrd,

@@ -109,6 +109,17 @@ pub const DISTRO_INITRAMFS: &str = "elfsig_initramfs";
 /// In the Debian system's permissive boot, each file that would have been refused is a
 /// diagnostic line starting with this, followed by the path and the cause in parentheses.
 pub const TO_SIGN: &str = "to sign: ";
+/// The kernel command line word that starts the `boot` bench in the Debian system:
+/// `CONFIG,RUN`, the configuration booted (`baseline`, `elfsig`, `ima`) and the run it belongs to.
+pub const BOOT_BENCH: &str = "elfsig_bench";
+/// The `boot` bench's program in the Debian system (`elfsig-bench boot`, static).
+pub const BOOT_BENCH_PROGRAM: &str = "/usr/local/libexec/elfsig-bench";
+/// In the Debian system, the certificate IMA appraises with (DER; where dracut's integrity
+/// module looks for IMA keys).
+pub const BOOT_IMA_CERT: &str = "/etc/keys/ima/elfsig-test.der";
+/// In the Debian system, the IMA policy of the `ima` configuration (not `/etc/ima/ima-policy`,
+/// which systemd would load on every boot).
+pub const BOOT_IMA_POLICY: &str = "/etc/elfsig-bench/ima-policy";
 /// The kernel command-line word that names the bench suites to run (all when absent).
 pub const BENCH_SUITES: &str = "elfsig.suites";
 /// The bench's command-line word for which share of the rounds a VM measures: `INDEX/COUNT`.

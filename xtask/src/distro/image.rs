@@ -13,6 +13,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use elfsig_guest::image::DISTRO_CHECK;
+
 use crate::cmd::Cmd;
 use crate::keys::KeyPair;
 use crate::{Result, chroot, kernel, paths};
@@ -26,6 +28,8 @@ pub struct Parts<'a> {
     pub guard: &'a Path,
     /// The check program (`elfsig-guest distro`, static).
     pub guest: &'a Path,
+    /// The `boot` bench's program (`elfsig-bench`, static).
+    pub bench: &'a Path,
     /// The module.
     pub ko: &'a Path,
     /// The kernel tree it is built for (its release, `modules.builtin`).
@@ -74,7 +78,9 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
     Cmd::new("cp").args(["-a", "--reflink=auto"]).arg(pristine).arg(&root).run()?;
     let release = install(&root, parts, variant)?;
     if let Variant::Signed(key) = variant {
+        super::bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
+        super::bench::sign(&root, key)?;
     }
     chroot::run_in(&root, &format!("mkinitramfs -o /boot/initrd.img-{release} {release}"))?;
     let initrd = dir.join(format!("{name}-initrd.img"));
@@ -93,25 +99,25 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
 }
 
 /// Makes the directory `path` goes in.
-fn parent_made(path: &Path) -> Result {
+pub(super) fn parent_made(path: &Path) -> Result {
     match path.parent() {
         Some(dir) => fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display())),
         None => Ok(()),
     }
 }
 
-fn copy(from: &Path, to: &Path, mode: u32) -> Result {
+pub(super) fn copy(from: &Path, to: &Path, mode: u32) -> Result {
     parent_made(to)?;
     fs::copy(from, to).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
     fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(|e| format!("cannot chmod {}: {e}", to.display()))
 }
 
-fn write(to: &Path, text: &str) -> Result {
+pub(super) fn write(to: &Path, text: &str) -> Result {
     parent_made(to)?;
     fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
 }
 
-fn symlink(target: &str, link: &Path) -> Result {
+pub(super) fn symlink(target: &str, link: &Path) -> Result {
     parent_made(link)?;
     let _ = fs::remove_file(link);
     std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
@@ -163,7 +169,7 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     write(
         &units.join("elfsig-check.service"),
         &format!(
-            "[Unit]\nDescription=elfsig's checks of the Debian system\n\n[Service]\nType=exec\n\
+            "[Unit]\nDescription=elfsig's checks of the Debian system\nConditionKernelCommandLine={DISTRO_CHECK}\n\n[Service]\nType=exec\n\
              ExecStart=/{CHECK_PROGRAM} distro\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/ttyS0\n"
         ),
     )?;
@@ -264,28 +270,35 @@ fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
     Ok(())
 }
 
-/// The bytes of the tree's ELF files (symbolic links not followed).
+/// The bytes of the tree's ELF files.
 fn elf_bytes(dir: &Path) -> Result<u64> {
-    let mut bytes = 0;
+    Ok(regular_files(dir)?.iter().filter(|(path, _)| is_elf(path)).map(|(_, meta)| meta.len()).sum())
+}
+
+/// Whether `path` starts like an ELF file.
+pub(super) fn is_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| magic == *b"\x7fELF")
+}
+
+/// The regular files under `dir`, with their metadata (symbolic links not followed).
+pub(super) fn regular_files(dir: &Path) -> Result<Vec<(PathBuf, fs::Metadata)>> {
+    let mut files = Vec::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(dir) = pending.pop() {
         for entry in fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
             let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-            let kind = entry.file_type().map_err(|e| format!("cannot stat {}: {e}", entry.path().display()))?;
-            if kind.is_dir() {
+            let meta = entry.metadata().map_err(|e| format!("cannot stat {}: {e}", entry.path().display()))?;
+            if meta.is_dir() {
                 pending.push(entry.path());
-            } else if kind.is_file() {
-                let mut magic = [0u8; 4];
-                let elf = fs::File::open(entry.path())
-                    .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-                    .is_ok_and(|()| magic == *b"\x7fELF");
-                if elf {
-                    bytes += entry.metadata().map_or(0, |m| m.len());
-                }
+            } else if meta.is_file() {
+                files.push((entry.path(), meta));
             }
         }
     }
-    Ok(bytes)
+    Ok(files)
 }
 
 /// `mke2fs -d`: the tree as an ext4 image, with room to spare for what the system writes.

@@ -1,0 +1,172 @@
+//! The `boot` suite, inside the signed Debian system: `cargo xtask bench` boots the same image
+//! once per configuration and run (`elfsig_bench=CONFIG,RUN` on the kernel command line), and a
+//! unit runs `elfsig-bench boot` once systemd has started. It reports how long the boot took
+//! (systemd's own timestamps), times the Debian workload right after, when every program and
+//! library it uses is met for the first time, and reads what the module verified.
+//!
+//! - `baseline`: `elfsig=off`, the module not loaded;
+//! - `elfsig`: the module loaded from the initramfs, enforcing, locked, its guard attached;
+//! - `ima`: `elfsig=off`, and IMA appraising the root file system's programs and executable
+//!   mappings (`elfsig-bench boot-ima`, run from the initramfs before the root runs anything,
+//!   loads the policy and the key; the files carry evmctl's `security.ima` signatures).
+
+use std::path::Path;
+use std::time::Instant;
+
+use elfsig_control::{Control, Guard, Mode};
+use elfsig_guest::debian::{self, WORKLOAD};
+use elfsig_guest::harness::{self, Context, Stats, ensure};
+use elfsig_guest::image;
+
+use crate::ima;
+use crate::measure::emit;
+
+const SUITE: &str = "boot";
+/// Left by [`load_ima`], in the initramfs's `/run`, which becomes the root's.
+const IMA_LOADED: &str = "/run/elfsig-bench-ima";
+/// A copy of a program, without IMA's signature.
+const PROBE: &str = "/root/elfsig-bench-probe";
+
+/// Measures this boot, reports, and ends the VM.
+pub(crate) fn measure() {
+    let result = run();
+    if let Err(e) = &result {
+        println!("{}{e}", image::BENCH_ERROR);
+    }
+    println!("{}{}", image::BENCH_DONE, if result.is_ok() { "ok" } else { "failed" });
+    debian::end();
+}
+
+/// From the initramfs: loads the `ima` configuration's key and policy, when the kernel command
+/// line asks for it. Exits non-zero on failure, which the initramfs script reports.
+pub(crate) fn load_ima() {
+    let wanted = elfsig_guest::cmdline(image::BOOT_BENCH).is_some_and(|w| w.starts_with("ima,"));
+    if !wanted {
+        return;
+    }
+    let loaded = std::fs::read(image::BOOT_IMA_CERT).context(image::BOOT_IMA_CERT).and_then(|der| {
+        let policy = std::fs::read_to_string(image::BOOT_IMA_POLICY).context(image::BOOT_IMA_POLICY)?;
+        ima::load(&der, &policy)?;
+        std::fs::write(IMA_LOADED, &policy).context(IMA_LOADED)
+    });
+    if let Err(e) = loaded {
+        eprintln!("elfsig-bench: cannot set IMA up: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let word = elfsig_guest::cmdline(image::BOOT_BENCH).ok_or("no elfsig_bench= on the kernel command line")?;
+    let (config, run) = word
+        .split_once(',')
+        .and_then(|(config, run)| Some((config.to_owned(), run.parse::<usize>().ok()?)))
+        .ok_or_else(|| format!("{}={word}: expected CONFIG,RUN", image::BOOT_BENCH))?;
+    debian::booted()?;
+    let (before_systemd, finished) = systemd_times()?;
+    configured_as(&config)?;
+    let at_boot = module_stats(&config)?;
+
+    let started = Instant::now();
+    for (name, steps) in WORKLOAD {
+        debian::run_case(steps).map_err(|e| format!("workload, {name}: {e}"))?;
+    }
+    let workload = started.elapsed();
+    let after = module_stats(&config)?;
+    // Nothing may have been refused, or the workload was not the same in every configuration.
+    if let (Some(at_boot), Some(after)) = (&at_boot, &after) {
+        // One refusal is elfsig-guard's own check that the guard works: its canary.
+        let (denied, mappings) = (count(after, "denied"), count(after, "mmap_denied"));
+        ensure(denied == 0 && mappings <= 1, || {
+            format!("the module refused {denied} execs and {mappings} mappings (1: the guard's canary)")
+        })?;
+        emit_stats(&config, run, "at-boot", at_boot);
+        emit_stats(&config, run, "after-workload", after);
+        emit(SUITE, "module-memory-peak", &config, run, count(after, "memory_peak") as f64, "bytes");
+    }
+    ima_appraises(&config)?;
+
+    emit(SUITE, "boot-to-default-target", &config, run, finished, "s");
+    emit(SUITE, "kernel-and-initramfs", &config, run, before_systemd, "s");
+    emit(SUITE, "systemd-to-default-target", &config, run, finished - before_systemd, "s");
+    emit(SUITE, "workload", &config, run, workload.as_secs_f64() * 1000.0, "ms");
+    Ok(())
+}
+
+/// When systemd started, and when it reached its default target: seconds since the kernel
+/// started (CLOCK_MONOTONIC), as `systemd-analyze` counts them.
+fn systemd_times() -> Result<(f64, f64), String> {
+    let out = harness::run(
+        "/usr/bin/systemctl",
+        &["show", "-p", "UserspaceTimestampMonotonic", "-p", "FinishTimestampMonotonic"],
+    )
+    .context("systemctl show")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let property = |name: &str| -> Result<f64, String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix('=')?.parse::<u64>().ok())
+            .filter(|us| *us > 0)
+            .map(|us| us as f64 / 1e6)
+            .ok_or_else(|| format!("systemctl show: no {name} in {text:?}"))
+    };
+    Ok((property("UserspaceTimestampMonotonic")?, property("FinishTimestampMonotonic")?))
+}
+
+/// The system runs the configuration it was booted for.
+fn configured_as(config: &str) -> Result<(), String> {
+    let loaded = Path::new("/sys/module/elfsig").exists();
+    let ima = Path::new(IMA_LOADED).exists();
+    match config {
+        "baseline" => ensure(!loaded && !ima, || format!("baseline: module loaded {loaded}, IMA set up {ima}")),
+        "ima" => ensure(!loaded && ima, || format!("ima: module loaded {loaded}, IMA set up {ima}")),
+        "elfsig" => {
+            let control = Control::system();
+            let (mode, locked, guard) = (control.mode(), control.locked(), control.guard());
+            ensure(
+                !ima && mode.as_ref().ok() == Some(&Mode::Enforce)
+                    && locked.as_ref().ok() == Some(&true)
+                    && matches!(guard, Ok(Guard::Active)),
+                || format!("elfsig: mode {mode:?}, locked {locked:?}, guard {guard:?}, IMA set up {ima}"),
+            )
+        }
+        other => Err(format!("unknown configuration {other:?}")),
+    }
+}
+
+/// The module's counters, in the configuration that loads it.
+fn module_stats(config: &str) -> Result<Option<Stats>, String> {
+    if config == "elfsig" { harness::stats().map(Some) } else { Ok(None) }
+}
+
+fn count(stats: &Stats, name: &str) -> u64 {
+    stats.get(name).copied().unwrap_or(0)
+}
+
+/// What the module did up to `when`: files verified (every verification), distinct files in
+/// its cache, bytes hashed, time spent verifying, execs and executable mappings checked.
+fn emit_stats(config: &str, run: usize, when: &str, stats: &Stats) {
+    for (name, case, unit, scale) in [
+        ("cache_misses", "files-verified", "files", 1.0),
+        ("cache_used", "distinct-files-cached", "files", 1.0),
+        ("bytes_hashed", "bytes-hashed", "bytes", 1.0),
+        ("verify_ns", "verify-time", "ms", 1e-6),
+        ("checked", "execs-checked", "execs", 1.0),
+        ("mmap_checked", "mappings-checked", "mappings", 1.0),
+    ] {
+        emit(SUITE, &format!("{case}-{when}"), config, run, count(stats, name) as f64 * scale, unit);
+    }
+}
+
+/// IMA appraises in the `ima` configuration and in no other: a copy of a program without IMA's
+/// signature (but with elfsig's) is refused there and runs elsewhere.
+fn ima_appraises(config: &str) -> Result<(), String> {
+    // Written anew, not copied: a new file has no extended attributes.
+    harness::write_exec(PROBE, &harness::read("/usr/bin/true")?)?;
+    let ran = std::process::Command::new(PROBE).status();
+    let refused = matches!(&ran, Err(e) if e.raw_os_error() == Some(libc::EACCES));
+    let _ = std::fs::remove_file(PROBE);
+    if config == "ima" {
+        ensure(refused, || format!("ima: a program without IMA's signature was not refused: {ran:?}"))
+    } else {
+        ensure(matches!(&ran, Ok(s) if s.success()), || format!("{config}: a signed copy of true did not run: {ran:?}"))
+    }
+}
