@@ -1,5 +1,8 @@
 //! chart.svg: per-program overhead of each configuration against baseline, the coreutils table
-//! as grouped bars, with the earlier C module's best ratio marked.
+//! as grouped bars, with the earlier C module's best ratio marked; below it, the signed Debian
+//! system's boot and workload against baseline (the `boot` suite). Each panel when its suite ran.
+
+mod boot;
 
 use std::fmt::Write as _;
 
@@ -9,9 +12,42 @@ use super::results::Results;
 
 const SERIES: [(&str, &str); 3] = [("elfsig-cold", "#d95f02"), ("elfsig-warm", "#1b9e77"), ("ima", "#7570b3")];
 
+/// Width of the chart.
+const WIDTH: f64 = 1000.0;
+
 /// The chart, as SVG.
 pub fn svg(results: &Results) -> String {
-    let (width, height) = (1000.0, 420.0);
+    let mut panels = String::new();
+    let mut height = 0.0;
+    if results.has("coreutils") {
+        let _ = writeln!(panels, r#"<g transform="translate(0 {height})">"#);
+        panels.push_str(&coreutils_panel(results));
+        panels.push_str("</g>\n");
+        height += COREUTILS_HEIGHT;
+    }
+    if results.has("boot") {
+        let _ = writeln!(panels, r#"<g transform="translate(0 {height})">"#);
+        panels.push_str(&boot::panel(results));
+        panels.push_str("</g>\n");
+        height += boot::HEIGHT;
+    }
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    svg.push_str(&panels);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Height of the coreutils panel.
+const COREUTILS_HEIGHT: f64 = 420.0;
+
+/// The coreutils table: exec time against baseline, per program.
+fn coreutils_panel(results: &Results) -> String {
+    let (width, height) = (WIDTH, COREUTILS_HEIGHT);
     let (left, right, top, bottom) = (60.0, 20.0, 40.0, 70.0);
     let ratios: Vec<Vec<f64>> = COREUTILS
         .iter()
@@ -26,11 +62,6 @@ pub fn svg(results: &Results) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
         r#"<text x="{}" y="20" text-anchor="middle" font-size="14">Exec time against baseline, per program (1.0 = no overhead)</text>"#,
         width / 2.0
     );
@@ -42,17 +73,7 @@ pub fn svg(results: &Results) -> String {
         let _ = writeln!(svg, r##"<text x="{label_x}" y="{:.1}" text-anchor="end">{tick:.1}x</text>"##, ty + 4.0);
         tick += 0.5;
     }
-    let (one, best) = (y(1.0), y(1.35));
-    let _ = writeln!(svg, r##"<line x1="{left}" x2="{x_end}" y1="{one:.1}" y2="{one:.1}" stroke="#000"/>"##);
-    let _ = writeln!(
-        svg,
-        r##"<line x1="{left}" x2="{x_end}" y1="{best:.1}" y2="{best:.1}" stroke="#c00" stroke-dasharray="4 3"/>"##
-    );
-    let _ = writeln!(
-        svg,
-        r##"<text x="{x_end}" y="{:.1}" text-anchor="end" fill="#c00">earlier C module, best 1.35x</text>"##,
-        best - 4.0
-    );
+    marks(&mut svg, (left, x_end), y(1.0), (y(1.35), "earlier C module, best 1.35x"));
     for (i, (program, values)) in COREUTILS.iter().zip(&ratios).enumerate() {
         let x0 = left + group_w * i as f64 + group_w * 0.1;
         for (j, ((config, color), ratio)) in SERIES.iter().zip(values).enumerate() {
@@ -72,7 +93,24 @@ pub fn svg(results: &Results) -> String {
             height - bottom + 15.0
         );
     }
-    for (j, (config, color)) in SERIES.iter().enumerate() {
+    legend(&mut svg, &SERIES, left, height);
+    svg
+}
+
+/// Across the plot from `x.0` to `x.1`: the line of no difference at `zero`, and a dashed red
+/// line at `mark.0`, labelled `mark.1`.
+fn marks(svg: &mut String, (left, x_end): (f64, f64), zero: f64, (mark, label): (f64, &str)) {
+    let _ = writeln!(svg, r##"<line x1="{left}" x2="{x_end}" y1="{zero:.1}" y2="{zero:.1}" stroke="#000"/>"##);
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{left}" x2="{x_end}" y1="{mark:.1}" y2="{mark:.1}" stroke="#c00" stroke-dasharray="4 3"/>"##
+    );
+    let _ = writeln!(svg, r##"<text x="{x_end}" y="{:.1}" text-anchor="end" fill="#c00">{label}</text>"##, mark - 4.0);
+}
+
+/// The series' colours and names along the bottom of a panel `height` high.
+fn legend(svg: &mut String, series: &[(&str, &str)], left: f64, height: f64) {
+    for (j, (config, color)) in series.iter().enumerate() {
         let x = left + 160.0 * j as f64;
         let _ = writeln!(
             svg,
@@ -82,6 +120,4 @@ pub fn svg(results: &Results) -> String {
             height - 20.0
         );
     }
-    svg.push_str("</svg>\n");
-    svg
 }

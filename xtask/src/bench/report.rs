@@ -2,6 +2,8 @@
 //! percentages against baseline, mean ± sd), the targets with what was measured against them,
 //! and the native projection.
 
+mod boot;
+
 use std::fmt::Write as _;
 
 use super::native::{COREUTILS, Native};
@@ -113,22 +115,47 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     }
 
     targets(&mut md, results, native);
-    coreutils(&mut md, results, native);
-    libs(&mut md, results);
-    exec(&mut md, results);
-    unixbench(&mut md, results);
-    apps(&mut md, results);
-    large(&mut md, results, native);
+    // Each suite's section, when it ran (`--suite`).
+    let ran = |suite| results.has(suite);
+    if ran("coreutils") {
+        coreutils(&mut md, results, native);
+    }
+    if ran("libs") {
+        libs(&mut md, results);
+    }
+    if ran("exec") {
+        exec(&mut md, results);
+    }
+    if ran("unixbench") {
+        unixbench(&mut md, results);
+    }
+    if ran("apps") {
+        apps(&mut md, results);
+    }
+    if ran("large") {
+        large(&mut md, results, native);
+    }
+    boot::section(&mut md, results, native);
     native_section(&mut md, native);
     md
 }
 
 fn targets(md: &mut String, results: &Results, native: &Native) {
     md.push_str("## Targets\n\n");
+    let _ = writeln!(md, "| target | measured | |\n|---|---|---|");
+    if results.has("coreutils") {
+        coreutils_targets(md, results, native);
+    }
+    other_targets(md, results, native);
+    boot::targets(md, results);
+    md.push('\n');
+}
+
+/// The coreutils table's targets, measured and projected natively.
+fn coreutils_targets(md: &mut String, results: &Results, native: &Native) {
     let warm: Vec<f64> = COREUTILS.iter().map(|p| coreutils_ratio(results, p, "elfsig-warm")).collect();
     let cold: Vec<f64> = COREUTILS.iter().map(|p| coreutils_ratio(results, p, "elfsig-cold")).collect();
     let warm_max = warm.iter().copied().fold(f64::MIN, f64::max);
-    let _ = writeln!(md, "| target | measured | |\n|---|---|---|");
     let _ = writeln!(
         md,
         "| elfsig-warm median overhead ≤ 1.02x | {:.3}x | {} |",
@@ -156,6 +183,10 @@ fn targets(md: &mut String, results: &Results, native: &Native) {
         let verdict = if misses == Misses::ProgramAndLdSo { met(worst < PUBLISHED_C_MODULE.0) } else { "" };
         let _ = writeln!(md, "| {what} | median {:.3}x, max {worst:.3}x | {verdict} |", median(&projected));
     }
+}
+
+/// The targets of the libs, unixbench and large suites, those that ran.
+fn other_targets(md: &mut String, results: &Results, native: &Native) {
     let libs_warm = results.cases("libs").into_iter().map(|case| (libs_ratio(results, &case, "elfsig-warm"), case));
     if let Some((worst, case)) = libs_warm.max_by(|a, b| a.0.total_cmp(&b.0)) {
         let _ = writeln!(
@@ -177,14 +208,16 @@ fn targets(md: &mut String, results: &Results, native: &Native) {
             }
         }
     }
-    let _ = writeln!(
-        md,
-        "| non-exec UnixBench rows within noise of baseline | largest difference {:+.1}% ± {:.1}% ({}) | {} |",
-        worst.0 * 100.0,
-        worst.1 * 100.0,
-        worst.2,
-        within_noise(&rows)
-    );
+    if results.has("unixbench") {
+        let _ = writeln!(
+            md,
+            "| non-exec UnixBench rows within noise of baseline | largest difference {:+.1}% ± {:.1}% ({}) | {} |",
+            worst.0 * 100.0,
+            worst.1 * 100.0,
+            worst.2,
+            within_noise(&rows)
+        );
+    }
     let peak = results.values("large", "module-memory-peak", "elfsig-cold");
     if let Some(peak) = peak.iter().copied().reduce(f64::max) {
         let _ = writeln!(
@@ -194,12 +227,14 @@ fn targets(md: &mut String, results: &Results, native: &Native) {
             met(peak <= 256.0 * 1024.0)
         );
     }
-    let (throughput, _) = mean_sd(&results.values("large", "verify-throughput", "elfsig-cold"));
-    let _ = writeln!(
-        md,
-        "| large: throughput near the kernel's SHA-256 | {throughput:.0} MB/s in the VM (native SHA-256 here: {:.0} MB/s; see IMA below for the same kernel hash in the VM) | |\n",
-        native.sha256_mbps
-    );
+    if results.has("large") {
+        let (throughput, _) = mean_sd(&results.values("large", "verify-throughput", "elfsig-cold"));
+        let _ = writeln!(
+            md,
+            "| large: throughput near the kernel's SHA-256 | {throughput:.0} MB/s in the VM (native SHA-256 here: {:.0} MB/s; see IMA below for the same kernel hash in the VM) | |",
+            native.sha256_mbps
+        );
+    }
 }
 
 fn coreutils(md: &mut String, results: &Results, native: &Native) {
@@ -352,12 +387,7 @@ const NON_EXEC: [&str; 6] = [
 /// The mean difference of `config` from the baseline measured in the same run, and the half
 /// width of its 95% interval (twice the standard error), both as fractions.
 fn paired_difference(results: &Results, suite: &str, case: &str, config: &str) -> Option<(f64, f64)> {
-    let ratios = results.paired_ratios(suite, case, config);
-    if ratios.is_empty() {
-        return None;
-    }
-    let (mean, sd) = mean_sd(&ratios);
-    Some((mean - 1.0, 2.0 * sd / (ratios.len() as f64).sqrt()))
+    results.paired_difference(suite, case, config, "baseline")
 }
 
 fn unixbench(md: &mut String, results: &Results) {

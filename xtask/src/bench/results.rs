@@ -44,7 +44,7 @@ impl Results {
     }
 
     /// Parses one guest's console output; fails unless the guest finished without error.
-    fn parse(console: &str) -> Result<Results> {
+    pub fn parse(console: &str) -> Result<Results> {
         if let Some(error) = console.lines().find_map(|l| l.strip_prefix(image::BENCH_ERROR)) {
             return Err(format!("the bench failed in the VM: {error}"));
         }
@@ -102,10 +102,10 @@ impl Results {
         out
     }
 
-    /// Each run's ratio of `config` to `baseline` for one case, over the runs that measured
+    /// Each run's ratio of `config` to `reference` for one case, over the runs that measured
     /// both (configurations measured side by side in the same run, so drift between runs
     /// cancels out).
-    pub fn paired_ratios(&self, suite: &str, case: &str, config: &str) -> Vec<f64> {
+    pub fn paired_ratios_to(&self, suite: &str, case: &str, config: &str, reference: &str) -> Vec<f64> {
         let of = |wanted: &str| -> std::collections::BTreeMap<usize, f64> {
             self.records
                 .iter()
@@ -113,11 +113,29 @@ impl Results {
                 .map(|r| (r.run, r.value))
                 .collect()
         };
-        let baseline = of("baseline");
+        let reference = of(reference);
         of(config)
             .into_iter()
-            .filter_map(|(run, value)| baseline.get(&run).filter(|b| **b != 0.0).map(|b| value / b))
+            .filter_map(|(run, value)| reference.get(&run).filter(|b| **b != 0.0).map(|b| value / b))
             .collect()
+    }
+
+    /// The mean difference of `config` from `reference` measured in the same run, and the half
+    /// width of its 95% interval (twice the standard error), both as fractions. One run gives
+    /// no interval (NaN): nothing can be concluded from it.
+    pub fn paired_difference(&self, suite: &str, case: &str, config: &str, reference: &str) -> Option<(f64, f64)> {
+        let ratios = self.paired_ratios_to(suite, case, config, reference);
+        if ratios.is_empty() {
+            return None;
+        }
+        let (mean, sd) = mean_sd(&ratios);
+        let interval = if ratios.len() < 2 { f64::NAN } else { 2.0 * sd / (ratios.len() as f64).sqrt() };
+        Some((mean - 1.0, interval))
+    }
+
+    /// Whether `suite` measured anything.
+    pub fn has(&self, suite: &str) -> bool {
+        self.records.iter().any(|r| r.suite == suite)
     }
 
     /// The values of one case in one configuration, in run order.
@@ -187,7 +205,7 @@ mod tests {
             console(&["noise", "ELFSIG-BENCH exec,static,baseline,1,200,us", "ELFSIG-BENCH exec,static,ima,1,180,us"]);
         let results = Results::parse_all(&[("a", &a), ("b", &b)]).unwrap();
         assert_eq!(results.values("exec", "static", "baseline"), [100.0, 200.0]);
-        assert_eq!(results.paired_ratios("exec", "static", "ima"), [1.1, 0.9]);
+        assert_eq!(results.paired_ratios_to("exec", "static", "ima", "baseline"), [1.1, 0.9]);
         assert!(results.csv().starts_with("suite,case,config,run,value,unit\nexec,static,baseline,0,100,us\n"));
     }
 
