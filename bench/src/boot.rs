@@ -64,14 +64,18 @@ fn run() -> Result<(), String> {
     debian::booted()?;
     let (before_systemd, finished) = systemd_times()?;
     configured_as(&config)?;
-    let at_boot = module_stats(&config)?;
+    // The counters as the boot ended, copied before this program ran.
+    let at_boot = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_RUN)))?;
 
     let started = Instant::now();
-    for (name, steps) in WORKLOAD {
+    let mut cases = Vec::new();
+    for (id, name, steps) in WORKLOAD {
+        let case = Instant::now();
         debian::run_case(steps).map_err(|e| format!("workload, {name}: {e}"))?;
+        cases.push((id, case.elapsed()));
     }
     let workload = started.elapsed();
-    let after = module_stats(&config)?;
+    let after = module_stats(&config, &Control::system())?;
     // Nothing may have been refused, or the workload was not the same in every configuration.
     if let (Some(at_boot), Some(after)) = (&at_boot, &after) {
         // One refusal is elfsig-guard's own check that the guard works: its canary.
@@ -89,6 +93,9 @@ fn run() -> Result<(), String> {
     emit(SUITE, "kernel-and-initramfs", &config, run, before_systemd, "s");
     emit(SUITE, "systemd-to-default-target", &config, run, finished - before_systemd, "s");
     emit(SUITE, "workload", &config, run, workload.as_secs_f64() * 1000.0, "ms");
+    for (id, elapsed) in cases {
+        emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
+    }
     Ok(())
 }
 
@@ -132,9 +139,12 @@ fn configured_as(config: &str) -> Result<(), String> {
     }
 }
 
-/// The module's counters, in the configuration that loads it.
-fn module_stats(config: &str) -> Result<Option<Stats>, String> {
-    if config == "elfsig" { harness::stats().map(Some) } else { Ok(None) }
+/// The module's counters from `control`, in the configuration that loads the module.
+fn module_stats(config: &str, control: &Control) -> Result<Option<Stats>, String> {
+    if config != "elfsig" {
+        return Ok(None);
+    }
+    control.stats().map(|s| Some(s.into_map())).map_err(|e| format!("the module's counters: {e}"))
 }
 
 fn count(stats: &Stats, name: &str) -> u64 {

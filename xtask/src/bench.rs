@@ -54,7 +54,11 @@ pub fn run(options: &flags::Bench) -> Result {
     if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s) && **s != BOOT) {
         return Err(format!("unknown suite {unknown:?}; the suites are {}, {BOOT}", SUITES.join(", ")));
     }
-    bench(options.quick, &suites, Kernels::parse(options.kernel.as_deref(), Kernels::Both)?)
+    let kernels = Kernels::parse(options.kernel.as_deref(), Kernels::Both)?;
+    if suites.contains(&BOOT) && !kernels.test() {
+        return Err(format!("the {BOOT} suite boots the test kernel only: drop --kernel, or use --kernel test"));
+    }
+    bench(options.quick, &suites, kernels)
 }
 
 /// The bench VM's suites, as `--suite` names them.
@@ -81,7 +85,7 @@ impl KernelRun {
             name: name.to_owned(),
             suffix: suffix.to_owned(),
             results: results::Results::default(),
-            accel: "tcg".to_owned(),
+            accel: String::new(),
             seconds: 0.0,
         }
     }
@@ -118,7 +122,9 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         };
         if suites.is_empty() || suites.contains(&BOOT) {
             let start = Instant::now();
-            run.results.records.extend(boot::measure(quick)?.records);
+            let (results, accel) = boot::measure(quick)?;
+            run.results.records.extend(results.records);
+            run.accel = accel;
             run.seconds += start.elapsed().as_secs_f64();
         }
         runs.push(run);
@@ -128,7 +134,7 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         let name = format!("Debian's {} kernel", debian_kernel::RELEASE);
         let distro = format!(" {}=distro", image::KERNEL);
         let suffix = format!("-{}", debian_kernel::NAME);
-        runs.push(run_vms(&name, &suffix, &kernel.vmlinuz, &initramfs, vm::DEBIAN_CPUS, &distro, quick, suites)?);
+        runs.push(run_vms(&name, &suffix, &kernel.vmlinuz, &initramfs, vm::DEBIAN_CPUS, &distro, quick, &vm_suites)?);
     }
 
     let dir = paths::target().join("bench").join(&started);

@@ -41,6 +41,7 @@ struct Inputs {
 impl Inputs {
     fn build() -> Result<Inputs> {
         deps::ensure(vm::VM_PACKAGES)?;
+        deps::ensure(bench::HOST_TOOLS)?;
         let pristine = rootfs::pristine()?;
         let elfsig = tools::build_cli()?;
         let keys = keys::test_keys(&elfsig)?;
@@ -51,7 +52,7 @@ impl Inputs {
         Ok(Inputs { pristine, keys, kernel, ko, elfsig, guard, guest, bench })
     }
 
-    fn make(&self, variant: image::Variant<'_>) -> Result<image::Image> {
+    fn make(&self, variant: image::Variant<'_>, dracut: bool) -> Result<image::Image> {
         let parts = image::Parts {
             elfsig: &self.elfsig,
             guard: &self.guard,
@@ -60,14 +61,14 @@ impl Inputs {
             ko: &self.ko,
             tree: &self.kernel.tree,
         };
-        image::make(&self.pristine, &parts, variant)
+        image::make(&self.pristine, &parts, variant, dracut)
     }
 }
 
 /// The signed system the `boot` bench boots, and the kernel it boots on.
 pub fn signed_image() -> Result<(Kernel, image::Image)> {
     let inputs = Inputs::build()?;
-    let image = inputs.make(image::Variant::Signed(&inputs.keys.kernel))?;
+    let image = inputs.make(image::Variant::Signed(&inputs.keys.kernel), false)?;
     Ok((inputs.kernel, image))
 }
 
@@ -75,7 +76,7 @@ pub fn signed_image() -> Result<(Kernel, image::Image)> {
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
     let kernel = &inputs.kernel;
-    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel))?;
+    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true)?;
     // Both boots run even when the first fails: each says something the other does not.
     let check = format!("{DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=");
     let enforced = boot(kernel, &signed.disk, &signed.initrd, "distro-enforce", &format!("{check}initramfs-tools"));
@@ -85,7 +86,7 @@ pub fn test() -> Result {
         None => Err("no dracut initramfs".into()),
     };
 
-    let unsigned = inputs.make(image::Variant::Unsigned)?;
+    let unsigned = inputs.make(image::Variant::Unsigned, false)?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
     let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
     let console = boot(kernel, &unsigned.disk, &unsigned.initrd, "distro-discover", &discover)?;

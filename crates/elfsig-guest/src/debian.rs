@@ -9,9 +9,10 @@ use crate::harness::{Context, Outcome, ensure};
 /// A step: a shell script, which must exit 0 and print this on its standard output.
 pub type Step = (&'static str, &'static str);
 
-/// The workload's cases, in order: a name and its steps.
-pub const WORKLOAD: [(&str, &[Step]); 8] = [
+/// The workload's cases, in order: a short name (for results.csv), a name, and its steps.
+pub const WORKLOAD: [(&str, &str, &[Step]); 8] = [
     (
+        "python3",
         "python3 with C extensions, and ping's file capability kept",
         &[(
             "python3 -c 'import json, _json, zlib, math, os; \
@@ -20,9 +21,10 @@ pub const WORKLOAD: [(&str, &[Step]); 8] = [
             "42 ",
         )],
     ),
-    ("dpkg -l", &[("dpkg -l | grep -c '^ii'", "")]),
-    ("sudo -n true", &[("sudo -n true && echo ok", "ok")]),
+    ("dpkg", "dpkg -l", &[("dpkg -l | grep -c '^ii'", "")]),
+    ("sudo", "sudo -n true", &[("sudo -n true && echo ok", "ok")]),
     (
+        "ping",
         "ping -c1 127.0.0.1, as root and as nobody",
         &[
             ("ip link set lo up; ping -c1 -W5 127.0.0.1", "1 received"),
@@ -30,6 +32,7 @@ pub const WORKLOAD: [(&str, &[Step]); 8] = [
         ],
     ),
     (
+        "tar-gzip",
         "tar and gzip of /usr/share",
         &[(
             "tar -czf /root/share.tar.gz -C /usr share && tar -tzf /root/share.tar.gz | grep -c '^share/doc/' \
@@ -37,8 +40,9 @@ pub const WORKLOAD: [(&str, &[Step]); 8] = [
             "",
         )],
     ),
-    ("a shell pipeline", &[("ls -l /usr/bin | sort -k5 -n | tail -n 5 | awk '{print $9}' | wc -l", "5")]),
+    ("pipeline", "a shell pipeline", &[("ls -l /usr/bin | sort -k5 -n | tail -n 5 | awk '{print $9}' | wc -l", "5")]),
     (
+        "systemctl",
         "systemctl queries",
         &[
             ("systemctl list-units --no-pager --no-legend | grep -c '\\.service'", ""),
@@ -47,6 +51,7 @@ pub const WORKLOAD: [(&str, &[Step]); 8] = [
         ],
     ),
     (
+        "tools",
         "ps, ip, lsmod, less, ssh, tune2fs",
         &[
             ("ps -e | grep -c systemd", ""),

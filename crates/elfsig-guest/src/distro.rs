@@ -51,7 +51,7 @@ fn print_stats(stats: &Stats) {
 
 /// The workload, each a case of its own, and the execs real systems do besides.
 fn workload(suite: &mut Suite<'_>) {
-    for (name, steps) in WORKLOAD {
+    for (_, name, steps) in WORKLOAD {
         suite.case(name, || run_case(steps));
     }
     suite.case("the module is listed by lsmod", || shell_runs("lsmod", "elfsig"));

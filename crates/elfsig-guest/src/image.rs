@@ -114,6 +114,9 @@ pub const TO_SIGN: &str = "to sign: ";
 pub const BOOT_BENCH: &str = "elfsig_bench";
 /// The `boot` bench's program in the Debian system (`elfsig-bench boot`, static).
 pub const BOOT_BENCH_PROGRAM: &str = "/usr/local/libexec/elfsig-bench";
+/// The `boot` bench's directory in `/run`: `stats` there is a copy of the module's counters
+/// made as the boot ended, before the bench program ran.
+pub const BOOT_BENCH_RUN: &str = "elfsig-bench";
 /// In the Debian system, the certificate IMA appraises with (DER; where dracut's integrity
 /// module looks for IMA keys).
 pub const BOOT_IMA_CERT: &str = "/etc/keys/ima/elfsig-test.der";

@@ -21,12 +21,13 @@ pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 /// How many VMs boot at once.
 const VMS: usize = 2;
 
-/// Boots the signed system in every configuration, `rounds` times per VM; returns what the
-/// guests measured.
-pub fn measure(quick: bool) -> Result<Results> {
+/// Boots the signed system in every configuration, four rounds (one when `quick`); returns what
+/// the guests measured and the accelerator they ran on.
+pub fn measure(quick: bool) -> Result<(Results, String)> {
     let (kernel, image) = distro::signed_image()?;
     let rounds = if quick { 1 } else { 4 };
     let mut results = Results::default();
+    let mut accel = "";
     for round in 0..rounds {
         for step in 0..CONFIGS.len() {
             let booted: Vec<(&str, usize)> =
@@ -61,6 +62,7 @@ pub fn measure(quick: bool) -> Result<Results> {
                 })
                 .collect();
             for (label, run) in labels.iter().zip(qemu::boot_all(&boots)?) {
+                accel = run.accel;
                 let part =
                     Results::parse(&run.console).map_err(|e| format!("{label}: {e} (see target/vm/{label}.log)"))?;
                 results.records.extend(part.records);
@@ -68,7 +70,7 @@ pub fn measure(quick: bool) -> Result<Results> {
         }
     }
     check_complete(&results, rounds * VMS)?;
-    Ok(results)
+    Ok((results, accel.to_owned()))
 }
 
 /// Every run measured every configuration's boot and workload.

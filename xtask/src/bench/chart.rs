@@ -31,6 +31,11 @@ pub fn svg(results: &Results) -> String {
         panels.push_str("</g>\n");
         height += boot::HEIGHT;
     }
+    if panels.is_empty() {
+        panels
+            .push_str(r#"<text x="20" y="30">No chart for the suites that ran (coreutils and boot have one).</text>"#);
+        height = 50.0;
+    }
     let mut svg = String::new();
     let _ = writeln!(
         svg,

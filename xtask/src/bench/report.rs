@@ -89,9 +89,9 @@ fn met(ok: bool) -> &'static str {
 pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# elfsig benchmarks: {}\n", meta.kernel);
-    let _ = writeln!(
+    let _ = write!(
         md,
-        "{} run started {}, {:.0} s. Bench VMs: two QEMU ({}) guests of 1 vCPU side by side, each measuring every other round, on {}. Host CPU: {}.\n",
+        "{} run started {}, {:.0} s, QEMU ({}) on {}. Host CPU: {}.",
         if meta.quick { "Quick (`--quick`)" } else { "Full" },
         meta.started,
         meta.seconds,
@@ -99,18 +99,22 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
         meta.kernel,
         native.cpu
     );
-    md.push_str(
-        "Configurations, interleaved (each round measures all four, in rotating order): `baseline` (module not \
-         loaded), `elfsig-cold` (module enforcing with its mapping guard attached, so that every library is \
-         checked too; verdict cache flushed before every exec), `elfsig-warm` (the same, cache warm), `ima` (IMA \
-         appraisal, `appraise func=BPRM_CHECK` and `func=MMAP_CHECK` with `appraise_type=imasig`, on copies of \
-         the same programs and libraries).",
-    );
+    // The bench VM's suites, when any ran (the boot suite describes its own configurations).
+    if results.records.iter().any(|r| r.suite != "boot") {
+        md.push_str(
+            " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round. Configurations, \
+             interleaved (each round measures all four, in rotating order): `baseline` (module not loaded), \
+             `elfsig-cold` (module enforcing with its mapping guard attached, so that every library is checked \
+             too; verdict cache flushed before every exec), `elfsig-warm` (the same, cache warm), `ima` (IMA \
+             appraisal, `appraise func=BPRM_CHECK` and `func=MMAP_CHECK` with `appraise_type=imasig`, on copies \
+             of the same programs and libraries).",
+        );
+    }
     let _ = writeln!(md, " Raw measurements: `results{0}.csv`; chart: `chart{0}.svg`.\n", meta.suffix);
     if meta.accel == "tcg" {
         md.push_str(
-            "The VM runs under TCG emulation, where hashing is far slower than on real hardware: the native \
-             section projects the first-exec cost onto this machine's CPU.\n\n",
+            "The VMs run under TCG emulation, where hashing is far slower than on real hardware: the native \
+             section projects the verification cost onto this machine's CPU.\n\n",
         );
     }
 
@@ -135,7 +139,7 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     if ran("large") {
         large(&mut md, results, native);
     }
-    boot::section(&mut md, results, native);
+    boot::section(&mut md, results, native, &meta.accel);
     native_section(&mut md, native);
     md
 }

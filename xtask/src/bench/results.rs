@@ -121,16 +121,17 @@ impl Results {
     }
 
     /// The mean difference of `config` from `reference` measured in the same run, and the half
-    /// width of its 95% interval (twice the standard error), both as fractions. One run gives
-    /// no interval (NaN): nothing can be concluded from it.
+    /// width of its 95% interval (Student's t with n - 1 degrees of freedom times the standard
+    /// error), both as fractions. One run gives no interval (NaN): nothing can be concluded from
+    /// it; two give a very wide one.
     pub fn paired_difference(&self, suite: &str, case: &str, config: &str, reference: &str) -> Option<(f64, f64)> {
         let ratios = self.paired_ratios_to(suite, case, config, reference);
         if ratios.is_empty() {
             return None;
         }
         let (mean, sd) = mean_sd(&ratios);
-        let interval = if ratios.len() < 2 { f64::NAN } else { 2.0 * sd / (ratios.len() as f64).sqrt() };
-        Some((mean - 1.0, interval))
+        let n = ratios.len();
+        Some((mean - 1.0, t95(n - 1) * sd / (n as f64).sqrt()))
     }
 
     /// Whether `suite` measured anything.
@@ -175,6 +176,20 @@ pub fn mean_sd(values: &[f64]) -> (f64, f64) {
     let mean = sum(values) / n.max(1.0);
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     (mean, var.sqrt())
+}
+
+/// The two-sided 95% quantile of Student's t distribution with `df` degrees of freedom (NaN
+/// for none), from the usual table; above 30, the normal distribution's 1.96 is close enough.
+pub fn t95(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => TABLE[df - 1],
+        _ => 1.96,
+    }
 }
 
 /// Median.

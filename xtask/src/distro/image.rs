@@ -63,8 +63,9 @@ const FS_LABEL: &str = "elfsig-root";
 /// Where the check program goes.
 const CHECK_PROGRAM: &str = "usr/local/libexec/elfsig-check";
 
-/// Makes the image of `variant` from `pristine`, in target/distro/.
-pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Image> {
+/// Makes the image of `variant` from `pristine`, in target/distro/; for the signed system,
+/// also dracut's initramfs when `dracut` (the checks boot it; the bench does not).
+pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>, dracut: bool) -> Result<Image> {
     let name = match variant {
         Variant::Signed(_) => "signed",
         Variant::Unsigned => "unsigned",
@@ -87,7 +88,8 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<
     fs::copy(root.join(format!("boot/initrd.img-{release}")), &initrd)
         .map_err(|e| format!("cannot copy the initramfs: {e}"))?;
     let dracut_initrd = match variant {
-        Variant::Signed(_) => Some(dracut(&root, &release, &dir.join(format!("{name}-dracut.img")))?),
+        Variant::Signed(_) if !dracut => None,
+        Variant::Signed(_) => Some(dracut_initramfs(&root, &release, &dir.join(format!("{name}-dracut.img")))?),
         Variant::Unsigned => {
             hooks_refuse_a_kernel_without_the_module(&root, parts.tree, &release)?;
             None
@@ -181,7 +183,7 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
 
 /// The initramfs dracut makes with `kmod/boot/dracut/` installed (by [`install`]), as on Fedora
 /// or RHEL: generic (not for this build host's devices), gzip, which the test kernel reads.
-fn dracut(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
+fn dracut_initramfs(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
     let built = format!("/boot/initrd.dracut-{release}");
     chroot::run_in(
         root,

@@ -41,7 +41,9 @@ pub fn panel(results: &Results) -> String {
         .map(|(diff, interval)| diff.abs() + if interval.is_finite() { *interval } else { 0.0 })
         .filter(|r| r.is_finite())
         .fold(GOAL * 2.0, f64::max);
-    let limit = (reach / 0.05).ceil() * 0.05;
+    // Ticks 5%, 10%, 25% or 50% apart: at most six each side.
+    let step = [0.05, 0.1, 0.25, 0.5].into_iter().find(|step| reach / step <= 6.0).unwrap_or(1.0);
+    let limit = (reach / step).ceil() * step;
     let plot_h = HEIGHT - top - bottom;
     let y = |diff: f64| top + plot_h * (0.5 - diff / (2.0 * limit));
     let group_w = (WIDTH - left - right) / MEASURES.len() as f64;
@@ -65,9 +67,9 @@ pub fn panel(results: &Results) -> String {
             ty + 4.0,
             tick * 100.0
         );
-        tick += 0.05;
+        tick += step;
     }
-    super::marks(&mut svg, (left, x_end), y(0.0), (y(GOAL), "goal: elfsig's boot within +5%"));
+    super::marks(&mut svg, (left, x_end), y(0.0), (y(GOAL), "goal: elfsig's boot to the default target within +5%"));
     for (i, ((_, label), values)) in MEASURES.iter().zip(&cells).enumerate() {
         let x0 = left + group_w * i as f64 + group_w * 0.25;
         for (j, ((config, color), (diff, interval))) in SERIES.iter().zip(values).enumerate() {
