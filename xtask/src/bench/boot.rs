@@ -85,3 +85,31 @@ fn check_complete(results: &Results, runs: usize) -> Result {
     }
     Ok(())
 }
+
+/// A boot that took more than this many times the median boot stalled: the VM, not the
+/// configuration (the emulated machine sometimes runs several times slower for a while on a
+/// shared host, the kernel's own start with it).
+const STALLED: f64 = 2.0;
+
+/// The runs in which some boot stalled: `(run, configuration, seconds)`, and the median boot.
+pub fn stalled(results: &Results) -> (Vec<(usize, String, f64)>, f64) {
+    let boots: Vec<&super::results::Record> =
+        results.records.iter().filter(|r| r.suite == "boot" && r.case == "boot-to-default-target").collect();
+    let median = super::results::median(&boots.iter().map(|r| r.value).collect::<Vec<_>>());
+    let stalled =
+        boots.iter().filter(|r| r.value > STALLED * median).map(|r| (r.run, r.config.clone(), r.value)).collect();
+    (stalled, median)
+}
+
+/// The boot suite's results without the runs in which a boot stalled (every configuration of
+/// such a run, so that the others stay paired); the other suites' as they are.
+pub fn without_stalled(results: &Results) -> Results {
+    let (stalled, _) = stalled(results);
+    let records = results
+        .records
+        .iter()
+        .filter(|r| r.suite != "boot" || !stalled.iter().any(|(run, _, _)| *run == r.run))
+        .cloned()
+        .collect();
+    Results { records }
+}

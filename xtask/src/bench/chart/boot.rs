@@ -29,6 +29,7 @@ fn difference(results: &Results, case: &str, config: &str) -> (f64, f64) {
 
 /// The panel, as SVG elements (the caller places it).
 pub fn panel(results: &Results) -> String {
+    let results = &crate::bench::boot::without_stalled(results);
     let (left, right, top, bottom) = (60.0, 20.0, 40.0, 60.0);
     let cells: Vec<Vec<(f64, f64)>> = MEASURES
         .iter()

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::met;
-use crate::bench::boot::CONFIGS;
+use crate::bench::boot::{self, CONFIGS};
 use crate::bench::native::Native;
 use crate::bench::results::{Results, mean_sd};
 
@@ -56,6 +56,7 @@ pub(super) fn targets(md: &mut String, results: &Results) {
     if !results.has(SUITE) {
         return;
     }
+    let results = &boot::without_stalled(results);
     let against_baseline = difference(results, "boot-to-default-target", "elfsig", "baseline");
     let against_ima = difference(results, "boot-to-default-target", "elfsig", "ima");
     for (target, (diff, interval), against, verdict) in [
@@ -77,10 +78,11 @@ fn mean(results: &Results, case: &str, config: &str) -> f64 {
 }
 
 /// The section; `accel` is what the VMs ran on.
-pub(super) fn section(md: &mut String, results: &Results, native: &Native, accel: &str) {
-    if !results.has(SUITE) {
+pub(super) fn section(md: &mut String, all: &Results, native: &Native, accel: &str) {
+    if !all.has(SUITE) {
         return;
     }
+    let results = &boot::without_stalled(all);
     let runs = results.values(SUITE, "boot-to-default-target", "baseline").len();
     let _ = writeln!(
         md,
@@ -97,6 +99,15 @@ pub(super) fn section(md: &mut String, results: &Results, native: &Native, accel
          boot has ended: only the shell and `systemctl` that wait for the end run within it). The workload runs right after: what the boot did not run is met for the first time. \
          Mean ± sd; against baseline, the mean of each run's ratio ± its 95% interval (Student's t).\n"
     );
+    let (stalled, median) = boot::stalled(all);
+    for (run, config, seconds) in &stalled {
+        let _ = writeln!(
+            md,
+            "Left out: run {run}, in which `{config}` booted in {seconds:.1} s, more than twice the median boot \
+             ({median:.1} s): the VM stalled, not the configuration. Its other configurations are left out with \
+             it, so that the runs stay paired; results.csv has them all.\n"
+        );
+    }
     md.push_str("| measure | baseline | elfsig | ima |\n|---|---:|---:|---:|\n");
     let workload: Vec<(String, String, &str)> = elfsig_guest::debian::WORKLOAD
         .iter()
@@ -229,6 +240,11 @@ mod tests {
         let md = report([22.0, 22.0, 22.1, 21.9], [20.0, 20.1, 19.9, 20.0]);
         assert!(md.contains("+10.0% ± 0.6% | **not met**"), "{md}");
         assert!(md.contains("against IMA | **not met**"), "{md}");
+        // A run in which one VM stalled is left out, every configuration of it, and said so.
+        let md = report([20.2, 20.3, 20.2, 20.3], [180.0, 22.2, 22.1, 22.0]);
+        assert!(md.contains("Left out: run 0, in which `ima` booted in 180.0 s"), "{md}");
+        assert!(md.contains("3 times in each configuration"), "{md}");
+        assert!(md.contains("ahead of IMA appraisal's | -8.3% ± 1.2% against IMA | met"), "{md}");
         // Noisy runs decide nothing.
         let md = report([20.0, 26.0, 17.0, 21.0], [19.0, 24.0, 20.0, 18.0]);
         assert!(md.contains("% | **inconclusive**"), "{md}");
