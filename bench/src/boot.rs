@@ -144,7 +144,12 @@ fn module_stats(config: &str, control: &Control) -> Result<Option<Stats>, String
     if config != "elfsig" {
         return Ok(None);
     }
-    control.stats().map(|s| Some(s.into_map())).map_err(|e| format!("the module's counters: {e}"))
+    let stats = control.stats().map(|s| s.into_map()).map_err(|e| format!("the module's counters: {e}"))?;
+    // A copy that failed (the shell hides why) reads as no counters at all, not as zeros.
+    ensure(stats.contains_key("cache_misses") && stats.contains_key("bytes_hashed"), || {
+        format!("the module's counters from {control:?} lack cache_misses or bytes_hashed: {stats:?}")
+    })?;
+    Ok(Some(stats))
 }
 
 fn count(stats: &Stats, name: &str) -> u64 {

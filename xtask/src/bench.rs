@@ -111,6 +111,9 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     // test kernel's long run and lose it.
     let debian = if kernels.debian() && vms { Some(vm::debian_module(&keys)?) } else { None };
     let mut runs = Vec::new();
+    // The boot suite's image too, before any long run.
+    let boot_suite = kernels.test() && (suites.is_empty() || suites.contains(&BOOT));
+    let boot_image = if boot_suite { Some(boot::prepare()?) } else { None };
     if kernels.test() {
         let name = "the 6.12 test kernel (no debug options)";
         let mut run = if vms {
@@ -120,9 +123,9 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         } else {
             KernelRun::empty(name, "")
         };
-        if suites.is_empty() || suites.contains(&BOOT) {
+        if let Some(image) = &boot_image {
             let start = Instant::now();
-            let (results, accel) = boot::measure(quick)?;
+            let (results, accel) = boot::measure(image, quick)?;
             run.results.records.extend(results.records);
             run.accel = accel;
             run.seconds += start.elapsed().as_secs_f64();

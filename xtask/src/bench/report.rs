@@ -72,6 +72,8 @@ const WIDEST_INTERVAL: f64 = 0.05;
 fn within_noise(rows: &[(f64, f64)]) -> &'static str {
     if rows.is_empty() {
         "not measured"
+    } else if rows.iter().any(|&(_, interval)| interval.is_nan()) {
+        "**inconclusive**: one run, no interval"
     } else if rows.iter().any(|&(diff, interval)| diff.abs() > interval.max(0.01)) {
         met(false)
     } else if rows.iter().any(|&(_, interval)| interval.is_nan() || interval > WIDEST_INTERVAL) {
@@ -200,7 +202,8 @@ fn other_targets(md: &mut String, results: &Results, native: &Native) {
         );
     }
     // Non-exec rows: within noise when the difference from the baseline measured alongside is
-    // within its 95% interval (twice the standard error of the paired ratios), or below 1%.
+    // within its 95% interval (Student's t times the standard error of the paired ratios), or
+    // below 1%.
     let mut worst = (0.0f64, 0.0f64, String::new());
     let mut rows = Vec::new();
     for case in NON_EXEC {
@@ -389,7 +392,7 @@ const NON_EXEC: [&str; 6] = [
 ];
 
 /// The mean difference of `config` from the baseline measured in the same run, and the half
-/// width of its 95% interval (twice the standard error), both as fractions.
+/// width of its 95% interval (Student's t times the standard error), both as fractions.
 fn paired_difference(results: &Results, suite: &str, case: &str, config: &str) -> Option<(f64, f64)> {
     results.paired_difference(suite, case, config, "baseline")
 }
@@ -521,6 +524,8 @@ mod tests {
         // The loaded machine's row: +78.4% ± 136.9% is no evidence of anything.
         assert!(within_noise(&[(0.784, 1.369)]).starts_with("**inconclusive**"));
         assert!(within_noise(&[(0.0, 0.02), (0.001, f64::NAN)]).starts_with("**inconclusive**"));
+        // One run: no interval, whatever the difference.
+        assert!(within_noise(&[(0.3, f64::NAN)]).starts_with("**inconclusive**"));
         // A difference outside its interval is measured, however wide another interval is.
         assert_eq!(within_noise(&[(0.2, 0.1), (0.0, 0.9)]), "**not met**");
         assert_eq!(within_noise(&[]), "not measured");

@@ -225,6 +225,30 @@ mod tests {
     }
 
     #[test]
+    fn intervals_follow_students_t_and_one_run_has_none() {
+        assert!(t95(0).is_nan());
+        assert_eq!(t95(1), 12.706);
+        assert_eq!(t95(7), 2.365);
+        assert_eq!(t95(100), 1.96);
+        let one = console(&["ELFSIG-BENCH boot,b,baseline,0,100,s", "ELFSIG-BENCH boot,b,elfsig,0,110,s"]);
+        let (diff, interval) =
+            Results::parse_all(&[("vm", &one)]).unwrap().paired_difference("boot", "b", "elfsig", "baseline").unwrap();
+        assert!((diff - 0.1).abs() < 1e-9 && interval.is_nan());
+        // Two runs, ratios 1.1 and 1.3: mean 1.2, sd 0.1414, t(1) = 12.706.
+        let two = console(&[
+            "ELFSIG-BENCH boot,b,baseline,0,100,s",
+            "ELFSIG-BENCH boot,b,elfsig,0,110,s",
+            "ELFSIG-BENCH boot,b,baseline,1,100,s",
+            "ELFSIG-BENCH boot,b,elfsig,1,130,s",
+        ]);
+        let (diff, interval) =
+            Results::parse_all(&[("vm", &two)]).unwrap().paired_difference("boot", "b", "elfsig", "baseline").unwrap();
+        assert!((diff - 0.2).abs() < 1e-9);
+        // Half width: t(1) * sd / sqrt(2) = 12.706 * 0.1414 / 1.4142 = 1.2706.
+        assert!((interval - 1.2706).abs() < 1e-3, "{interval}");
+    }
+
+    #[test]
     fn refuses_unfinished_failed_or_garbled_guests() {
         let unfinished = "ELFSIG-BENCH exec,static,baseline,0,100,us\n";
         let failed = console(&["ELFSIG-BENCH-ERROR coreutils: cp refused"]);

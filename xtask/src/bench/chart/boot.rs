@@ -28,8 +28,9 @@ fn difference(results: &Results, case: &str, config: &str) -> (f64, f64) {
 }
 
 /// The panel, as SVG elements (the caller places it).
-pub fn panel(results: &Results) -> String {
-    let results = &crate::bench::boot::without_stalled(results);
+pub fn panel(all: &Results) -> String {
+    let left_out = crate::bench::boot::stalled(all).len();
+    let results = &crate::bench::boot::without_stalled(all);
     let (left, right, top, bottom) = (60.0, 20.0, 40.0, 60.0);
     let cells: Vec<Vec<(f64, f64)>> = MEASURES
         .iter()
@@ -42,8 +43,9 @@ pub fn panel(results: &Results) -> String {
         .map(|(diff, interval)| diff.abs() + if interval.is_finite() { *interval } else { 0.0 })
         .filter(|r| r.is_finite())
         .fold(GOAL * 2.0, f64::max);
-    // Ticks 5%, 10%, 25% or 50% apart: at most six each side.
-    let step = [0.05, 0.1, 0.25, 0.5].into_iter().find(|step| reach / step <= 6.0).unwrap_or(1.0);
+    // Ticks 5%, 10%, 25%, 50%, ... apart: at most six each side.
+    let steps = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0];
+    let step = steps.into_iter().find(|step| reach / step <= 6.0).unwrap_or(reach / 6.0);
     let limit = (reach / step).ceil() * step;
     let plot_h = HEIGHT - top - bottom;
     let y = |diff: f64| top + plot_h * (0.5 - diff / (2.0 * limit));
@@ -54,8 +56,9 @@ pub fn panel(results: &Results) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">Signed Debian system: difference from baseline booted alongside (whiskers: 95% interval)</text>"#,
-        WIDTH / 2.0
+        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">Signed Debian system: difference from baseline booted alongside (whiskers: 95% interval){}</text>"#,
+        WIDTH / 2.0,
+        if left_out > 0 { format!("; {left_out} stalled run(s) left out, see report.md") } else { String::new() }
     );
     let mut tick = -limit;
     while tick <= limit + 1e-9 {
