@@ -23,7 +23,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let private_key = key::generate(3072).unwrap();
+    let private_key = key::PrivateKey::generate(key::Algorithm::Rsa, 3072).unwrap();
     let certificate = cert::self_signed(&private_key, cert::parse_subject("CN=elfsig bench").unwrap()).unwrap();
     let cert_path = dir.path().join("bench.crt");
     std::fs::write(&cert_path, cert::to_pem(&certificate).unwrap()).unwrap();

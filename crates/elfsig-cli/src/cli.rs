@@ -94,9 +94,13 @@ pub struct KeygenArgs {
     /// Where to write the certificate (PEM; DER with --der).
     #[arg(long, value_name = "CERT")]
     pub cert: PathBuf,
-    /// RSA key size.
-    #[arg(long, default_value_t = 3072, value_parser = parse_bits)]
-    pub bits: usize,
+    /// The key's algorithm: RSA (the default, of --bits bits), or ECDSA on NIST P-256 or P-384
+    /// (the kernel verifies ECDSA when built with CONFIG_CRYPTO_ECDSA).
+    #[arg(long, value_enum, default_value_t = crate::crypto::key::Algorithm::Rsa)]
+    pub algorithm: crate::crypto::key::Algorithm,
+    /// RSA key size (3072 when not given).
+    #[arg(long, value_parser = parse_bits)]
+    pub bits: Option<usize>,
     /// Certificate subject: an RFC 4514 name such as "CN=Build key,O=Example", or a plain
     /// common name.
     #[arg(long, value_name = "NAME", default_value = crate::crypto::cert::DEFAULT_SUBJECT)]

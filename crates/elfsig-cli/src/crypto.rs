@@ -4,4 +4,5 @@
 pub mod cert;
 pub mod cms;
 pub mod key;
+pub mod signature;
 pub mod trust;

@@ -142,9 +142,19 @@ fn openssl_verify(dir: &Path, record: &[u8], blob: &[u8], cert: &Path) -> Output
     run(&openssl, &args, dir)
 }
 
+/// The key kinds the oracle checks: RSA, ECDSA on P-256 and on P-384 (name prefixes for
+/// [`keys`]).
+const KINDS: [&str; 3] = ["", "ecdsa-p256-", "ecdsa-p384-"];
+
 #[test]
 fn openssl_verifies_the_signature_over_the_record() {
-    let (a, b) = (keys("a"), keys("b"));
+    for kind in KINDS {
+        openssl_verifies_with(kind);
+    }
+}
+
+fn openssl_verifies_with(kind: &str) {
+    let (a, b) = (keys(&format!("{kind}a")), keys(&format!("{kind}b")));
     let scratch = Scratch::new();
     let work = scratch.path("work");
     fs::create_dir(&work).unwrap();
@@ -242,7 +252,13 @@ fn elfsig_accepts(scratch: &Scratch, keys: &Keys, signed: &[u8], positions: &[us
 /// it, `verify` refuses too (it may be stricter, never laxer).
 #[test]
 fn elfsig_refuses_every_blob_openssl_refuses() {
-    let keys = keys("a");
+    for kind in KINDS {
+        elfsig_refuses_what_openssl_refuses_with(kind);
+    }
+}
+
+fn elfsig_refuses_what_openssl_refuses_with(kind: &str) {
+    let keys = keys(&format!("{kind}a"));
     let scratch = Scratch::new();
     let work = scratch.path("work");
     fs::create_dir(&work).unwrap();

@@ -51,6 +51,7 @@ struct SignatureInfo {
     signed_length: u64,
     original_length: u64,
     signature_algorithm: &'static str,
+    key: String,
     key_bits: usize,
     signer: SignerInfo,
     payload: PayloadInfo,
@@ -139,7 +140,8 @@ fn fill(report: &mut Report, path: &Path) -> Result<(), Error> {
         digest: hex::encode(&record.digest),
         signed_length: record.signed_len,
         original_length: record.original.len,
-        signature_algorithm: "rsa-pkcs1v15",
+        signature_algorithm: parsed.algorithm.name(),
+        key: parsed.key_name(),
         key_bits: parsed.key_bits(),
         signer,
         payload: PayloadInfo {
@@ -166,12 +168,13 @@ fn text(report: &Report) -> String {
     format!(
         "{file}: signed\n  \
          signer:         {signer}\n  \
-         signature:      RSA-{bits} PKCS#1 v1.5, PKCS#7 detached, format v{version}\n  \
+         signature:      {key} {scheme}, PKCS#7 detached, format v{version}\n  \
          digest:         {hash}:{digest}\n  \
          signed length:  {signed} bytes (original {original} bytes)\n  \
          payload:        {size} bytes at offset {offset:#x} ({anchor})",
         file = report.file,
-        bits = s.key_bits,
+        key = s.key,
+        scheme = if s.signature_algorithm == "ecdsa" { "with SHA-256" } else { "PKCS#1 v1.5" },
         version = s.format_version,
         hash = s.hash_algorithm,
         digest = s.digest,

@@ -1,4 +1,4 @@
-//! `elfsig keygen`: a new RSA key and its self-signed code-signing certificate.
+//! `elfsig keygen`: a new key (RSA or ECDSA) and its self-signed code-signing certificate.
 
 use std::fs::Permissions;
 use std::io::Write;
@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 use crate::cli::KeygenArgs;
-use crate::crypto::{cert, key};
+use crate::crypto::cert;
+use crate::crypto::key::{Algorithm, PrivateKey};
 use crate::error::Error;
+
+/// RSA keys' size when `--bits` does not say.
+const DEFAULT_RSA_BITS: usize = 3072;
 
 /// Runs the command.
 pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
@@ -24,10 +28,17 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
             }
         }
     }
-    let private_key = key::generate(args.bits)?;
+    let bits = match (args.algorithm, args.bits) {
+        (Algorithm::Rsa, bits) => bits.unwrap_or(DEFAULT_RSA_BITS),
+        (_, Some(_)) => {
+            return Err(Error::Usage("--bits is for RSA keys; an ECDSA key's size is its curve's".into()));
+        }
+        (_, None) => 0,
+    };
+    let private_key = PrivateKey::generate(args.algorithm, bits)?;
     let certificate = cert::self_signed(&private_key, subject)?;
     let cert_bytes = if args.der { cert::to_der(&certificate)? } else { cert::to_pem(&certificate)?.into_bytes() };
-    let key_pem = key::to_pem(&private_key)?;
+    let key_pem = private_key.to_pem()?;
 
     // Both files are written in full before either appears, so that a failure leaves what was
     // there before: never a new key without its certificate, never a lost key.
@@ -42,9 +53,9 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
     }
     if !quiet {
         eprintln!(
-            "elfsig: wrote {} (RSA-{} private key; keep it secret) and {} ({})",
+            "elfsig: wrote {} ({} private key; keep it secret) and {} ({})",
             args.key.display(),
-            args.bits,
+            private_key.public_key().name(),
             args.cert.display(),
             certificate.tbs_certificate.subject
         );

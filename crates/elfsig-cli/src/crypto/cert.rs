@@ -7,13 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use der::asn1::{BitString, GeneralizedTime, OctetString, UtcTime};
 use der::{Decode, Encode, EncodePem};
-use pkcs8::{EncodePublicKey, LineEnding};
-use rsa::pkcs1v15::SigningKey;
-use rsa::signature::{SignatureEncoding, Signer};
-use rsa::{RsaPrivateKey, RsaPublicKey};
+use pkcs8::LineEnding;
 use sha1::{Digest, Sha1};
-use sha2::Sha256;
-use spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
+use spki::SubjectPublicKeyInfoOwned;
 use x509_cert::certificate::{Certificate, TbsCertificate, Version};
 use x509_cert::ext::pkix::{
     AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, KeyUsages, SubjectKeyIdentifier,
@@ -23,10 +19,8 @@ use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
 use x509_cert::time::{Time, Validity};
 
+use crate::crypto::key::{PrivateKey, PublicKey};
 use crate::error::Error;
-
-/// `sha256WithRSAEncryption`.
-pub const SHA256_WITH_RSA: der::oid::ObjectIdentifier = der::oid::db::rfc5912::SHA_256_WITH_RSA_ENCRYPTION;
 
 /// Subject used when `keygen` is given none.
 pub const DEFAULT_SUBJECT: &str = "CN=elfsig signing key";
@@ -42,8 +36,8 @@ pub struct TrustedCert {
     pub issuer_der: Vec<u8>,
     /// The subject key identifier extension, if present.
     pub key_id: Option<Vec<u8>>,
-    /// The RSA public key.
-    pub public_key: RsaPublicKey,
+    /// The public key.
+    pub public_key: PublicKey,
 }
 
 impl TrustedCert {
@@ -51,8 +45,8 @@ impl TrustedCert {
         let bad = |what: String| Error::msg(format!("{}: {what}", path.display()));
         let tbs = &cert.tbs_certificate;
         let spki_der = tbs.subject_public_key_info.to_der().map_err(|e| bad(e.to_string()))?;
-        let public_key = <RsaPublicKey as pkcs8::DecodePublicKey>::from_public_key_der(&spki_der)
-            .map_err(|_| bad("the certificate's key is not an RSA key".into()))?;
+        let public_key =
+            PublicKey::from_spki_der(&spki_der).map_err(|e| bad(format!("the certificate's key is {e}")))?;
         let issuer_der = tbs.issuer.to_der().map_err(|e| bad(e.to_string()))?;
         let key_id = tbs
             .get::<SubjectKeyIdentifier>()
@@ -137,11 +131,10 @@ fn extension<E: AsExtension>(value: &E, critical: bool) -> Result<Extension, Err
 /// Makes the self-signed certificate for `key`: what the kernel's `certs/default_x509.genkey`
 /// asks of a code-signing key (CA:FALSE, digitalSignature, subject and authority key
 /// identifiers), plus the codeSigning extended key usage.
-pub fn self_signed(key: &RsaPrivateKey, subject: Name) -> Result<Certificate, Error> {
+pub fn self_signed(key: &PrivateKey, subject: Name) -> Result<Certificate, Error> {
     let encode_err = |e: der::Error| Error::msg(format!("cannot encode the certificate: {e}"));
-    let public_key = RsaPublicKey::from(key);
-    let spki_der = public_key.to_public_key_der().map_err(|e| Error::msg(e.to_string()))?;
-    let spki = SubjectPublicKeyInfoOwned::from_der(spki_der.as_bytes()).map_err(encode_err)?;
+    let spki_der = key.public_key().to_spki_der()?;
+    let spki = SubjectPublicKeyInfoOwned::from_der(&spki_der).map_err(encode_err)?;
     let key_id = key_identifier(&spki);
 
     let mut serial = [0u8; 16];
@@ -162,7 +155,7 @@ pub fn self_signed(key: &RsaPrivateKey, subject: Name) -> Result<Certificate, Er
         GeneralizedTime::from_unix_duration(Duration::from_secs(253_402_300_799)).map_err(encode_err)?,
     );
 
-    let signature_algorithm = AlgorithmIdentifierOwned { oid: SHA256_WITH_RSA, parameters: Some(der::Any::null()) };
+    let signature_algorithm = key.certificate_algorithm();
     let extensions = vec![
         extension(&BasicConstraints { ca: false, path_len_constraint: None }, true)?,
         extension(&KeyUsage(KeyUsages::DigitalSignature.into()), true)?,
@@ -190,11 +183,11 @@ pub fn self_signed(key: &RsaPrivateKey, subject: Name) -> Result<Certificate, Er
         extensions: Some(extensions),
     };
     let tbs_der = tbs.to_der().map_err(encode_err)?;
-    let signature = SigningKey::<Sha256>::new(key.clone()).try_sign(&tbs_der).map_err(|e| Error::msg(e.to_string()))?;
+    let signature = key.sign(&tbs_der)?;
     Ok(Certificate {
         tbs_certificate: tbs,
         signature_algorithm,
-        signature: BitString::from_bytes(&signature.to_vec()).map_err(encode_err)?,
+        signature: BitString::from_bytes(&signature).map_err(encode_err)?,
     })
 }
 

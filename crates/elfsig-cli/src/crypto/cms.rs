@@ -1,7 +1,7 @@
 //! The PKCS#7 / CMS `SignedData` that signs a record, in the shape the kernel's
 //! `verify_pkcs7_signature()` accepts for module signatures: content type `data`, detached
 //! content, no signed attributes, no certificates, one signer named by issuer and serial number,
-//! SHA-256 with RSA PKCS#1 v1.5.
+//! SHA-256 with RSA PKCS#1 v1.5 or ECDSA (the values: `signature.rs`).
 
 use cms::cert::IssuerAndSerialNumber;
 use cms::content_info::{CmsVersion, ContentInfo};
@@ -10,36 +10,31 @@ use const_oid::ObjectIdentifier;
 use const_oid::db::{rfc5911, rfc5912};
 use der::asn1::{OctetString, SetOfVec};
 use der::{Any, Decode, Encode};
-use rsa::RsaPrivateKey;
-use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
-use rsa::signature::{SignatureEncoding, Signer as _, Verifier as _};
-use rsa::traits::PublicKeyParts;
-use sha2::Sha256;
 use spki::AlgorithmIdentifierOwned;
 use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
 
 use crate::crypto::cert::TrustedCert;
+use crate::crypto::key::PrivateKey;
+use crate::crypto::signature::SignatureAlgorithm;
 use crate::error::Error;
 
 const ID_SIGNED_DATA: ObjectIdentifier = rfc5911::ID_SIGNED_DATA;
 const ID_DATA: ObjectIdentifier = rfc5911::ID_DATA;
 const ID_SHA256: ObjectIdentifier = rfc5912::ID_SHA_256;
-const RSA_ENCRYPTION: ObjectIdentifier = rfc5912::RSA_ENCRYPTION;
 
 /// Signs records with one key, on behalf of one certificate.
 #[derive(Debug)]
 pub struct RecordSigner {
-    key: SigningKey<Sha256>,
+    key: PrivateKey,
     signer: SignerIdentifier,
-    signature_len: usize,
     encoded_len: usize,
 }
 
 impl RecordSigner {
     /// A signer for `key`, which must be the key `cert` certifies.
-    pub fn new(key: RsaPrivateKey, cert: &TrustedCert) -> Result<Self, Error> {
-        if key.to_public_key() != cert.public_key {
+    pub fn new(key: PrivateKey, cert: &TrustedCert) -> Result<Self, Error> {
+        if key.public_key() != cert.public_key {
             return Err(Error::msg(format!(
                 "the private key does not match the certificate {} ({})",
                 cert.path.display(),
@@ -51,24 +46,24 @@ impl RecordSigner {
             issuer: tbs.issuer.clone(),
             serial_number: tbs.serial_number.clone(),
         });
-        let signature_len = key.size();
-        let encoded_len = encode(&signer, vec![0; signature_len])?.len();
-        Ok(RecordSigner { key: SigningKey::new(key), signer, signature_len, encoded_len })
+        let encoded_len = encode(&signer, key.signature_algorithm(), vec![0; key.signature_len()])?.len();
+        Ok(RecordSigner { key, signer, encoded_len })
     }
 
-    /// Length of every blob this signer makes. An RSA signature is always as long as the
-    /// modulus, so the length is known before the record is, which the layout needs.
+    /// Length of every blob this signer makes: every signature value of a key has the same
+    /// length (RSA's, the modulus; ECDSA's, made so), so the length is known before the record
+    /// is, which the layout needs.
     pub fn encoded_len(&self) -> usize {
         self.encoded_len
     }
 
     /// Signs `record` (the encoded record bytes) and returns the DER `ContentInfo`.
     pub fn sign(&self, record: &[u8]) -> Result<Vec<u8>, Error> {
-        let signature = self.key.try_sign(record).map_err(|e| Error::msg(format!("signing failed: {e}")))?.to_vec();
-        if signature.len() != self.signature_len {
-            return Err(Error::msg("RSA signature has an unexpected length"));
+        let signature = self.key.sign(record)?;
+        if signature.len() != self.key.signature_len() {
+            return Err(Error::msg("the signature has an unexpected length"));
         }
-        let blob = encode(&self.signer, signature)?;
+        let blob = encode(&self.signer, self.key.signature_algorithm(), signature)?;
         if blob.len() != self.encoded_len {
             return Err(Error::msg("PKCS#7 blob has an unexpected length"));
         }
@@ -83,7 +78,7 @@ fn sha256() -> AlgorithmIdentifierOwned {
 
 /// The one encoding of a signature: `sign` writes it, and `parse` accepts nothing else, so that
 /// no byte of the blob can change (the RSA signature covers only the record).
-fn encode(signer: &SignerIdentifier, signature: Vec<u8>) -> Result<Vec<u8>, Error> {
+fn encode(signer: &SignerIdentifier, algorithm: SignatureAlgorithm, signature: Vec<u8>) -> Result<Vec<u8>, Error> {
     let err = |e: der::Error| Error::msg(format!("cannot encode the PKCS#7 signature: {e}"));
     // RFC 5652: version 3 when the signer is named by key identifier, else 1.
     let version = match signer {
@@ -95,7 +90,7 @@ fn encode(signer: &SignerIdentifier, signature: Vec<u8>) -> Result<Vec<u8>, Erro
         sid: signer.clone(),
         digest_alg: sha256(),
         signed_attrs: None,
-        signature_algorithm: AlgorithmIdentifierOwned { oid: RSA_ENCRYPTION, parameters: Some(Any::null()) },
+        signature_algorithm: algorithm.identifier(),
         signature: OctetString::new(signature).map_err(err)?,
         unsigned_attrs: None,
     };
@@ -142,7 +137,9 @@ impl std::fmt::Display for SignerId {
 pub struct ParsedSignature {
     /// Who signed.
     pub signer: SignerId,
-    /// The RSA signature value.
+    /// The signature value's algorithm.
+    pub algorithm: SignatureAlgorithm,
+    /// The signature value.
     pub signature: Vec<u8>,
 }
 
@@ -170,15 +167,15 @@ pub fn parse(blob: &[u8]) -> Result<ParsedSignature, String> {
     if info.digest_alg.oid != ID_SHA256 {
         return Err(format!("digest algorithm {} is not SHA-256", info.digest_alg.oid));
     }
-    if info.signature_algorithm.oid != RSA_ENCRYPTION {
-        return Err(format!("signature algorithm {} is not RSA", info.signature_algorithm.oid));
-    }
+    let algorithm = SignatureAlgorithm::from_oid(info.signature_algorithm.oid).ok_or_else(|| {
+        format!("signature algorithm {} is neither RSA nor ECDSA with SHA-256", info.signature_algorithm.oid)
+    })?;
     if info.signed_attrs.is_some() || info.unsigned_attrs.is_some() {
         return Err("signature carries attributes".into());
     }
     let signature = info.signature.into_bytes();
     // Every other field must be what the canonical encoding says: re-encode and compare.
-    let canonical = encode(&info.sid, signature.clone()).map_err(|e| e.to_string())?;
+    let canonical = encode(&info.sid, algorithm, signature.clone()).map_err(|e| e.to_string())?;
     if canonical != blob {
         return Err("not the canonical encoding of an elfsig signature".into());
     }
@@ -188,7 +185,7 @@ pub fn parse(blob: &[u8]) -> Result<ParsedSignature, String> {
         }
         SignerIdentifier::SubjectKeyIdentifier(id) => SignerId::KeyId(id.0.as_bytes().to_vec()),
     };
-    Ok(ParsedSignature { signer, signature })
+    Ok(ParsedSignature { signer, algorithm, signature })
 }
 
 /// Why a parsed signature was not accepted.
@@ -216,15 +213,31 @@ impl ParsedSignature {
     /// that verified it.
     pub fn verify<'c>(&self, record: &[u8], trusted: &'c [TrustedCert]) -> Result<&'c TrustedCert, Untrusted> {
         let cert = self.find_cert(trusted).ok_or(Untrusted::UnknownKey)?;
-        let signature = Signature::try_from(self.signature.as_slice()).map_err(|_| Untrusted::BadSignature)?;
-        VerifyingKey::<Sha256>::new(cert.public_key.clone())
-            .verify(record, &signature)
-            .map_err(|_| Untrusted::BadSignature)?;
-        Ok(cert)
+        if cert.public_key.verifies(self.algorithm, record, &self.signature) {
+            Ok(cert)
+        } else {
+            Err(Untrusted::BadSignature)
+        }
     }
 
-    /// Size of the signing key in bits, as the signature's length shows it.
+    /// The size of the signing key in bits, as the signature value shows it: an RSA value is as
+    /// long as the modulus; each curve's ECDSA values have their own fixed length (0: none of
+    /// them).
     pub fn key_bits(&self) -> usize {
-        self.signature.len().saturating_mul(8)
+        match (self.algorithm, self.signature.len()) {
+            (SignatureAlgorithm::Rsa, len) => len.saturating_mul(8),
+            (SignatureAlgorithm::Ecdsa, 71) => 256,
+            (SignatureAlgorithm::Ecdsa, 103) => 384,
+            (SignatureAlgorithm::Ecdsa, _) => 0,
+        }
+    }
+
+    /// What the signature value says of its key: `RSA-3072`, `ECDSA P-256`.
+    pub fn key_name(&self) -> String {
+        match (self.algorithm, self.key_bits()) {
+            (SignatureAlgorithm::Rsa, bits) => format!("RSA-{bits}"),
+            (SignatureAlgorithm::Ecdsa, 0) => "ECDSA".into(),
+            (SignatureAlgorithm::Ecdsa, bits) => format!("ECDSA P-{bits}"),
+        }
     }
 }

@@ -60,7 +60,8 @@ pub struct Keys {
     pub cert: PathBuf,
 }
 
-/// The key pair called `name` (made once per test process, RSA-2048 to keep tests fast).
+/// The key pair called `name` (made once per test process): ECDSA on P-256 or P-384 when the
+/// name starts with `ecdsa-p256` or `ecdsa-p384`, else RSA-2048 to keep tests fast.
 pub fn keys(name: &str) -> Keys {
     static DIR: OnceLock<TempDir> = OnceLock::new();
     static MADE: OnceLock<Mutex<HashMap<String, Keys>>> = OnceLock::new();
@@ -70,8 +71,15 @@ pub fn keys(name: &str) -> Keys {
         .or_insert_with(|| {
             let keys =
                 Keys { key: dir.path().join(format!("{name}.key")), cert: dir.path().join(format!("{name}.crt")) };
+            let algorithm = ["ecdsa-p256", "ecdsa-p384"].into_iter().find(|a| name.starts_with(a));
+            let kind = match algorithm {
+                Some(algorithm) => ["--algorithm", algorithm],
+                None => ["--bits", "2048"],
+            };
             elfsig()
-                .args(["keygen", "--bits", "2048", "--subject"])
+                .arg("keygen")
+                .args(kind)
+                .arg("--subject")
                 .arg(format!("CN=elfsig test key {name}"))
                 .arg("--key")
                 .arg(&keys.key)
