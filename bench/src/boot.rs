@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use elfsig_control::{Control, Guard, Mode};
+use elfsig_control::{Control, Mode};
 use elfsig_guest::debian::{self, WORKLOAD};
 use elfsig_guest::harness::{self, Context, Stats, ensure};
 use elfsig_guest::image;
@@ -126,14 +126,8 @@ fn configured_as(config: &str) -> Result<(), String> {
         "baseline" => ensure(!loaded && !ima, || format!("baseline: module loaded {loaded}, IMA set up {ima}")),
         "ima" => ensure(!loaded && ima, || format!("ima: module loaded {loaded}, IMA set up {ima}")),
         "elfsig" => {
-            let control = Control::system();
-            let (mode, locked, guard) = (control.mode(), control.locked(), control.guard());
-            ensure(
-                !ima && mode.as_ref().ok() == Some(&Mode::Enforce)
-                    && locked.as_ref().ok() == Some(&true)
-                    && matches!(guard, Ok(Guard::Active)),
-                || format!("elfsig: mode {mode:?}, locked {locked:?}, guard {guard:?}, IMA set up {ima}"),
-            )
+            ensure(!ima, || "elfsig: IMA set up too".into())?;
+            debian::module_state(Mode::Enforce, true).map_err(|e| format!("elfsig: {e}"))
         }
         other => Err(format!("unknown configuration {other:?}")),
     }
@@ -183,5 +177,26 @@ fn ima_appraises(config: &str) -> Result<(), String> {
         ensure(refused, || format!("ima: a program without IMA's signature was not refused: {ran:?}"))
     } else {
         ensure(matches!(&ran, Ok(s) if s.success()), || format!("{config}: a signed copy of true did not run: {ran:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The unit's copy of the counters can fail silently (its shell hides why); an empty or
+    /// partial copy must fail the run, not read as a boot that verified nothing.
+    #[test]
+    fn a_failed_copy_of_the_counters_is_refused() {
+        let dir = std::env::temp_dir().join(format!("elfsig-bench-stats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let control = Control::at(&dir);
+        for (copy, good) in [("", false), ("checked 3\n", false), ("cache_misses 2\nbytes_hashed 4096\n", true)] {
+            std::fs::write(dir.join("stats"), copy).unwrap();
+            let read = module_stats("elfsig", &control);
+            assert_eq!(read.as_ref().is_ok_and(Option::is_some), good, "{copy:?}: {read:?}");
+            assert!(matches!(module_stats("baseline", &control), Ok(None)));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

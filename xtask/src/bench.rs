@@ -65,7 +65,7 @@ pub fn run(options: &flags::Bench) -> Result {
 const SUITES: [&str; 6] = ["coreutils", "libs", "exec", "unixbench", "apps", "large"];
 /// The suite that boots the signed Debian system instead (on the test kernel only: the image's
 /// initramfs and module are built for it).
-const BOOT: &str = "boot";
+const BOOT: &str = boot::SUITE;
 
 /// One kernel's bench run.
 struct KernelRun {

@@ -1,7 +1,7 @@
 //! ECDSA keys end to end: `keygen --algorithm ecdsa-p256|ecdsa-p384`, signing, verifying, what
 //! `inspect` names, keys made by OpenSSL (PKCS#8 and SEC1), and the refusals: a changed file, a
-//! key of another curve or kind than the certificate's, `--bits` with ECDSA, curves the kernel
-//! does not verify. OpenSSL's view of the same signatures is `oracle.rs`.
+//! key of another curve or kind than the certificate's, `--bits` with ECDSA, a curve elfsig does
+//! not sign with, an encrypted key, a certificate given as the key. OpenSSL's view of the same signatures is `oracle.rs`.
 
 #[allow(unreachable_pub)]
 mod common;
@@ -140,6 +140,32 @@ fn mismatched_and_unusable_keys_are_refused_and_nothing_is_written() {
         .assert()
         .code(1)
         .stderr(contains("elfsig signs with P-256 and P-384"));
+
+    // An encrypted SEC1 key, and a certificate given as the key: refused, saying what they are.
+    let encrypted = scratch.path("encrypted.key");
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl ecparam -name prime256v1 -genkey -noout | openssl ec -aes128 -passout pass:x -out {}",
+            encrypted.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    for (key, says) in
+        [(&encrypted, "encrypted private keys are not supported"), (&p256.cert, "a PEM CERTIFICATE, not a private key")]
+    {
+        elfsig()
+            .arg("sign")
+            .arg("--key")
+            .arg(key)
+            .arg("--cert")
+            .arg(&p256.cert)
+            .arg(&file)
+            .assert()
+            .code(1)
+            .stderr(contains(format!("{}: {says}", key.display())));
+    }
 
     // --bits is RSA's.
     elfsig()

@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output};
 
+use elfsig_control::{Control, Guard, Mode};
+
 use crate::harness::{Context, Outcome, ensure};
 
 /// A step: a shell script, which must exit 0 and print this on its standard output.
@@ -101,6 +103,18 @@ pub fn system_state() -> Result<(String, String), String> {
 pub fn booted() -> Outcome {
     let (state, failed) = system_state()?;
     ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
+}
+
+/// The module runs in `mode`, locked or not, with its mapping guard attached.
+pub fn module_state(mode: Mode, locked: bool) -> Outcome {
+    let control = Control::system();
+    let (got_mode, got_lock, guard) = (control.mode(), control.locked(), control.guard());
+    ensure(
+        got_mode.as_ref().ok() == Some(&mode)
+            && got_lock.as_ref().ok() == Some(&locked)
+            && matches!(guard, Ok(Guard::Active)),
+        || format!("mode {got_mode:?}, locked {got_lock:?}, guard {guard:?}; expected {mode:?}, {locked}, active"),
+    )
 }
 
 /// Ends the system: the test kernel cannot power off (no ACPI), and QEMU runs with

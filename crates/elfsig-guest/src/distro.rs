@@ -8,9 +8,9 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use elfsig_control::{Control, Guard, Mode};
-use elfsig_guest::debian::{self, WORKLOAD, booted, run_case, sh, shell_runs, system_state};
-use elfsig_guest::harness::{self, Context, Outcome, Stats, Suite, ensure};
+use elfsig_control::Mode;
+use elfsig_guest::debian::{self, WORKLOAD, booted, module_state, run_case, sh, shell_runs, system_state};
+use elfsig_guest::harness::{self, Context, Stats, Suite, ensure};
 use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
@@ -28,17 +28,6 @@ pub(crate) fn run() {
         _ => enforce(),
     }
     debian::end();
-}
-
-fn module_state(mode: Mode, locked: bool) -> Outcome {
-    let control = Control::system();
-    let (got_mode, got_lock, guard) = (control.mode(), control.locked(), control.guard());
-    ensure(
-        got_mode.as_ref().ok() == Some(&mode)
-            && got_lock.as_ref().ok() == Some(&locked)
-            && matches!(guard, Ok(Guard::Active)),
-        || format!("mode {got_mode:?}, locked {got_lock:?}, guard {guard:?}; expected {mode:?}, {locked}, active"),
-    )
 }
 
 fn print_stats(stats: &Stats) {

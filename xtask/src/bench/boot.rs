@@ -17,6 +17,12 @@ use crate::kernel::Kernel;
 use crate::vm::qemu;
 use crate::{Result, distro};
 
+/// The suite's name, in `--suite` and results.csv.
+pub const SUITE: &str = "boot";
+
+/// The goal: elfsig's boot within this fraction of the baseline's.
+pub const GOAL: f64 = 0.05;
+
 /// The configurations, in report order.
 pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 
@@ -84,7 +90,7 @@ pub fn measure((kernel, image): &(Kernel, Image), quick: bool) -> Result<(Result
 fn check_complete(results: &Results, runs: usize) -> Result {
     for case in ["boot-to-default-target", "workload"] {
         for config in CONFIGS {
-            let measured = results.values("boot", case, config).len();
+            let measured = results.values(SUITE, case, config).len();
             if measured != runs {
                 return Err(format!("boot bench: {measured} of {runs} runs measured {case} in {config}"));
             }
@@ -103,7 +109,7 @@ const STALLED: f64 = 2.0;
 /// stall but the measurement, and nothing is left out.
 pub fn stalled(results: &Results) -> Vec<(usize, String, f64, f64)> {
     let boots: Vec<&Record> =
-        results.records.iter().filter(|r| r.suite == "boot" && r.case == "boot-to-default-target").collect();
+        results.records.iter().filter(|r| r.suite == SUITE && r.case == "boot-to-default-target").collect();
     let mut stalled = Vec::new();
     let mut runs = std::collections::BTreeSet::new();
     for config in CONFIGS {
@@ -127,12 +133,8 @@ pub fn stalled(results: &Results) -> Vec<(usize, String, f64, f64)> {
 /// such a run, so that the others stay paired); the other suites' as they are.
 pub fn without_stalled(results: &Results) -> Results {
     let stalled = stalled(results);
-    let records = results
-        .records
-        .iter()
-        .filter(|r| r.suite != "boot" || !stalled.iter().any(|s| s.0 == r.run))
-        .cloned()
-        .collect();
+    let records =
+        results.records.iter().filter(|r| r.suite != SUITE || !stalled.iter().any(|s| s.0 == r.run)).cloned().collect();
     Results { records }
 }
 

@@ -25,7 +25,7 @@ pub fn svg(results: &Results) -> String {
         panels.push_str("</g>\n");
         height += COREUTILS_HEIGHT;
     }
-    if results.has("boot") {
+    if results.has(super::boot::SUITE) {
         let _ = writeln!(panels, r#"<g transform="translate(0 {height})">"#);
         panels.push_str(&boot::panel(results));
         panels.push_str("</g>\n");

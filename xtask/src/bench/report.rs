@@ -102,7 +102,7 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
         native.cpu
     );
     // The bench VM's suites, when any ran (the boot suite describes its own configurations).
-    if results.records.iter().any(|r| r.suite != "boot") {
+    if results.records.iter().any(|r| r.suite != super::boot::SUITE) {
         md.push_str(
             " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round. Configurations, \
              interleaved (each round measures all four, in rotating order): `baseline` (module not loaded), \

@@ -224,11 +224,9 @@ impl ParsedSignature {
     /// long as the modulus; each curve's ECDSA values have their own fixed length (0: none of
     /// them).
     pub fn key_bits(&self) -> usize {
-        match (self.algorithm, self.signature.len()) {
-            (SignatureAlgorithm::Rsa, len) => len.saturating_mul(8),
-            (SignatureAlgorithm::Ecdsa, 71) => 256,
-            (SignatureAlgorithm::Ecdsa, 103) => 384,
-            (SignatureAlgorithm::Ecdsa, _) => 0,
+        match self.algorithm {
+            SignatureAlgorithm::Rsa => self.signature.len().saturating_mul(8),
+            SignatureAlgorithm::Ecdsa => crate::crypto::signature::ecdsa_bits(self.signature.len()).unwrap_or(0),
         }
     }
 

@@ -8,6 +8,7 @@ use const_oid::db::rfc5912::{ID_EC_PUBLIC_KEY, RSA_ENCRYPTION, SECP_256_R_1, SEC
 use pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
 use rsa::traits::PublicKeyParts;
 use rsa::{RsaPrivateKey, RsaPublicKey};
+use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::error::Error;
@@ -28,11 +29,11 @@ pub enum Algorithm {
     EcdsaP384,
 }
 
-/// A private key.
+/// A private key, ready to sign (made once, not for every signature).
 #[derive(Clone, Debug)]
 pub enum PrivateKey {
-    /// RSA.
-    Rsa(RsaPrivateKey),
+    /// RSA, PKCS#1 v1.5 with SHA-256 (boxed: it is ten times the size of an EC key).
+    Rsa(Box<rsa::pkcs1v15::SigningKey<Sha256>>),
     /// ECDSA on P-256.
     P256(p256::ecdsa::SigningKey),
     /// ECDSA on P-384.
@@ -51,11 +52,15 @@ pub enum PublicKey {
 }
 
 impl PrivateKey {
+    fn rsa(key: RsaPrivateKey) -> PrivateKey {
+        PrivateKey::Rsa(Box::new(rsa::pkcs1v15::SigningKey::new(key)))
+    }
+
     /// A new key: RSA of `bits` bits with exponent 65537, or ECDSA on the named curve.
     pub fn generate(algorithm: Algorithm, bits: usize) -> Result<PrivateKey, Error> {
         let mut rng = rand::rngs::OsRng;
         Ok(match algorithm {
-            Algorithm::Rsa => PrivateKey::Rsa(
+            Algorithm::Rsa => PrivateKey::rsa(
                 RsaPrivateKey::new(&mut rng, bits)
                     .map_err(|e| Error::msg(format!("cannot generate an RSA-{bits} key: {e}")))?,
             ),
@@ -67,7 +72,7 @@ impl PrivateKey {
     /// The key as PKCS#8 PEM.
     pub fn to_pem(&self) -> Result<Zeroizing<String>, Error> {
         match self {
-            PrivateKey::Rsa(key) => key.to_pkcs8_pem(LineEnding::LF),
+            PrivateKey::Rsa(key) => (**key).as_ref().to_pkcs8_pem(LineEnding::LF),
             PrivateKey::P256(key) => key.to_pkcs8_pem(LineEnding::LF),
             PrivateKey::P384(key) => key.to_pkcs8_pem(LineEnding::LF),
         }
@@ -77,7 +82,7 @@ impl PrivateKey {
     /// Its public key.
     pub fn public_key(&self) -> PublicKey {
         match self {
-            PrivateKey::Rsa(key) => PublicKey::Rsa(key.to_public_key()),
+            PrivateKey::Rsa(key) => PublicKey::Rsa((**key).as_ref().to_public_key()),
             PrivateKey::P256(key) => PublicKey::P256(*key.verifying_key()),
             PrivateKey::P384(key) => PublicKey::P384(*key.verifying_key()),
         }
@@ -149,7 +154,7 @@ pub fn load(path: &Path) -> Result<PrivateKey, Error> {
         if text.contains("BEGIN RSA PRIVATE KEY") {
             use pkcs1::DecodeRsaPrivateKey;
             return RsaPrivateKey::from_pkcs1_pem(text)
-                .map(PrivateKey::Rsa)
+                .map(PrivateKey::rsa)
                 .map_err(|e| bad(&format!("not an RSA private key: {e}")));
         }
         if let Some(block) = pem_block(text, "EC PRIVATE KEY") {
@@ -170,7 +175,7 @@ pub fn load(path: &Path) -> Result<PrivateKey, Error> {
 fn pkcs8(der: &[u8]) -> Result<PrivateKey, String> {
     let info = pkcs8::PrivateKeyInfo::try_from(der).map_err(|e| format!("not a private key: {e}"))?;
     match key_type(info.algorithm.oid, info.algorithm.parameters_oid().ok())? {
-        Algorithm::Rsa => RsaPrivateKey::from_pkcs8_der(der).map(PrivateKey::Rsa).map_err(|e| e.to_string()),
+        Algorithm::Rsa => RsaPrivateKey::from_pkcs8_der(der).map(PrivateKey::rsa).map_err(|e| e.to_string()),
         Algorithm::EcdsaP256 => {
             p256::ecdsa::SigningKey::from_pkcs8_der(der).map(PrivateKey::P256).map_err(|e| e.to_string())
         }

@@ -8,7 +8,7 @@ use const_oid::ObjectIdentifier;
 use const_oid::db::rfc5912::{ECDSA_WITH_SHA_256, RSA_ENCRYPTION, SHA_256_WITH_RSA_ENCRYPTION};
 use der::Any;
 use p256::ecdsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
-use rsa::pkcs1v15::{Signature as RsaSignature, SigningKey, VerifyingKey};
+use rsa::pkcs1v15::{Signature as RsaSignature, VerifyingKey};
 use rsa::signature::{SignatureEncoding, Signer as _, Verifier as _};
 use rsa::traits::PublicKeyParts;
 use sha2::{Digest, Sha256};
@@ -44,6 +44,14 @@ impl SignatureAlgorithm {
         }
     }
 
+    /// How `inspect` describes the scheme after the key's name.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            SignatureAlgorithm::Rsa => "PKCS#1 v1.5",
+            SignatureAlgorithm::Ecdsa => "with SHA-256",
+        }
+    }
+
     /// How `inspect --json` names it.
     pub fn name(self) -> &'static str {
         match self {
@@ -59,8 +67,22 @@ const TRIES: usize = 64;
 /// The length of every ECDSA signature elfsig makes with `field_bytes`-byte scalars: r with its
 /// top bit set (a zero byte first), low S with its top byte non-zero. About half of all
 /// signatures have it.
-fn ecdsa_len(field_bytes: usize) -> usize {
+const fn ecdsa_len(field_bytes: usize) -> usize {
     2 + (2 + field_bytes + 1) + (2 + field_bytes)
+}
+
+/// Every P-256 signature value's length.
+const P256_LEN: usize = ecdsa_len(32);
+/// Every P-384 signature value's length.
+const P384_LEN: usize = ecdsa_len(48);
+
+/// The curve's size in bits that an ECDSA value of `len` bytes belongs to, if any.
+pub fn ecdsa_bits(len: usize) -> Option<usize> {
+    match len {
+        P256_LEN => Some(256),
+        P384_LEN => Some(384),
+        _ => None,
+    }
 }
 
 impl PrivateKey {
@@ -75,31 +97,33 @@ impl PrivateKey {
     /// The length of every signature value [`Self::sign`] makes.
     pub fn signature_len(&self) -> usize {
         match self {
-            PrivateKey::Rsa(key) => key.size(),
-            PrivateKey::P256(_) => ecdsa_len(32),
-            PrivateKey::P384(_) => ecdsa_len(48),
+            PrivateKey::Rsa(key) => (**key).as_ref().size(),
+            PrivateKey::P256(_) => P256_LEN,
+            PrivateKey::P384(_) => P384_LEN,
         }
     }
 
     /// Signs `message` (hashed with SHA-256) in elfsig's one encoding.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         let failed = |e: rsa::signature::Error| Error::msg(format!("signing failed: {e}"));
-        let digest = Sha256::digest(message);
         let mut rng = rand::rngs::OsRng;
-        let value = match self {
-            PrivateKey::Rsa(key) => {
-                return Ok(SigningKey::<Sha256>::new(key.clone()).try_sign(message).map_err(failed)?.to_vec());
+        match self {
+            PrivateKey::Rsa(key) => Ok(key.try_sign(message).map_err(failed)?.to_vec()),
+            PrivateKey::P256(key) => {
+                let digest = Sha256::digest(message);
+                fixed_len(P256_LEN, || {
+                    let s: p256::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
+                    Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
+                })
             }
-            PrivateKey::P256(key) => fixed_len(self.signature_len(), || {
-                let s: p256::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
-                Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
-            })?,
-            PrivateKey::P384(key) => fixed_len(self.signature_len(), || {
-                let s: p384::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
-                Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
-            })?,
-        };
-        Ok(value)
+            PrivateKey::P384(key) => {
+                let digest = Sha256::digest(message);
+                fixed_len(P384_LEN, || {
+                    let s: p384::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
+                    Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
+                })
+            }
+        }
     }
 
     /// The certificate signature algorithm for this key: `sha256WithRSAEncryption` or
@@ -129,19 +153,20 @@ impl PublicKey {
     /// Whether `value` is a signature of `algorithm` by this key over `message`, in elfsig's one
     /// encoding (for ECDSA: strict DER, low S, the curve's fixed length).
     pub fn verifies(&self, algorithm: SignatureAlgorithm, message: &[u8], value: &[u8]) -> bool {
-        let digest = Sha256::digest(message);
         match (self, algorithm) {
             (PublicKey::Rsa(key), SignatureAlgorithm::Rsa) => RsaSignature::try_from(value)
                 .is_ok_and(|s| VerifyingKey::<Sha256>::new(key.clone()).verify(message, &s).is_ok()),
             (PublicKey::P256(key), SignatureAlgorithm::Ecdsa) => {
-                value.len() == ecdsa_len(32)
-                    && p256::ecdsa::Signature::from_der(value)
-                        .is_ok_and(|s| s.normalize_s().is_none() && key.verify_prehash(&digest, &s).is_ok())
+                value.len() == P256_LEN
+                    && p256::ecdsa::Signature::from_der(value).is_ok_and(|s| {
+                        s.normalize_s().is_none() && key.verify_prehash(&Sha256::digest(message), &s).is_ok()
+                    })
             }
             (PublicKey::P384(key), SignatureAlgorithm::Ecdsa) => {
-                value.len() == ecdsa_len(48)
-                    && p384::ecdsa::Signature::from_der(value)
-                        .is_ok_and(|s| s.normalize_s().is_none() && key.verify_prehash(&digest, &s).is_ok())
+                value.len() == P384_LEN
+                    && p384::ecdsa::Signature::from_der(value).is_ok_and(|s| {
+                        s.normalize_s().is_none() && key.verify_prehash(&Sha256::digest(message), &s).is_ok()
+                    })
             }
             _ => false,
         }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::WIDTH;
+use crate::bench::boot::{GOAL, SUITE};
 use crate::bench::results::Results;
 
 /// Height of the panel.
@@ -19,12 +20,9 @@ const MEASURES: [(&str, &str); 4] = [
 
 const SERIES: [(&str, &str); 2] = [("elfsig", "#1b9e77"), ("ima", "#7570b3")];
 
-/// The goal for elfsig's boot.
-const GOAL: f64 = 0.05;
-
 /// Mean difference from baseline and the half width of its 95% interval, as fractions.
 fn difference(results: &Results, case: &str, config: &str) -> (f64, f64) {
-    results.paired_difference("boot", case, config, "baseline").unwrap_or((f64::NAN, f64::NAN))
+    results.paired_difference(SUITE, case, config, "baseline").unwrap_or((f64::NAN, f64::NAN))
 }
 
 /// The panel, as SVG elements (the caller places it).

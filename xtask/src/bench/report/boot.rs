@@ -5,13 +5,10 @@
 use std::fmt::Write as _;
 
 use super::met;
-use crate::bench::boot::{self, CONFIGS};
+use crate::bench::boot::{self, CONFIGS, GOAL, SUITE};
 use crate::bench::native::Native;
 use crate::bench::results::{Results, mean_sd};
 
-const SUITE: &str = "boot";
-/// The goal: elfsig's boot within this fraction of the baseline's.
-const GOAL: f64 = 0.05;
 /// The times measured: case, what the report calls it, unit.
 const TIMES: [(&str, &str, &str); 4] = [
     ("boot-to-default-target", "boot to the default target", "s"),
