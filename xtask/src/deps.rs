@@ -29,7 +29,8 @@ pub enum Need {
 }
 
 /// Debian packages the workspace tests use: real programs to sign, the OpenSSL oracle, ELF
-/// tools, and the toolchains that build the test binaries.
+/// tools, the toolchains that build the test binaries, and SoftHSM2, the PKCS#11 token the
+/// tests sign through.
 pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("busybox-static"),
     Need::Deb("bash"),
@@ -45,6 +46,7 @@ pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("binutils-powerpc-linux-gnu"),
     Need::Deb("qemu-user"),
     Need::Deb("attr"),
+    Need::Deb("softhsm2"),
 ];
 
 /// What building `elfsig-guard` needs: clang compiles its BPF programs; libbpf-sys builds

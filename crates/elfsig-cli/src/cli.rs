@@ -88,7 +88,9 @@ pub enum LoaderArg {
 /// `elfsig keygen`.
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
-    /// Where to write the private key (PKCS#8 PEM, mode 0600).
+    /// Where to write the private key (PKCS#8 PEM, mode 0600); or a `pkcs11:` URI naming a
+    /// token and object=LABEL, to make the key pair on the token, whose private key never
+    /// leaves it.
     #[arg(long, value_name = "KEY")]
     pub key: PathBuf,
     /// Where to write the certificate (PEM; DER with --der).
@@ -116,7 +118,9 @@ pub struct KeygenArgs {
 /// `elfsig sign`.
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// The private key (PKCS#8 or PKCS#1 PEM).
+    /// The private key: a file (PKCS#8, PKCS#1 or SEC1 PEM), or a `pkcs11:` URI naming a key
+    /// on a token (RFC 7512: token=, object=, id=; pin-source=, module-path= or
+    /// ELFSIG_PKCS11_MODULE; the PIN from pin-source, or ELFSIG_PKCS11_PIN).
     #[arg(long, value_name = "KEY")]
     pub key: PathBuf,
     /// The key's certificate (PEM or DER); it names the signer.

@@ -10,6 +10,8 @@
 //!   reported as an `Err` naming the Debian package to install, so tests can skip.
 //!
 //! Nothing here is a committed binary: every fixture is generated or built on demand.
+//!
+//! Besides files, a real PKCS#11 token to sign with: [`softhsm`].
 
 mod bench;
 mod built;
@@ -18,6 +20,7 @@ mod elf;
 mod guard;
 mod machine;
 mod regressions;
+pub mod softhsm;
 mod strip;
 mod synth;
 mod system;

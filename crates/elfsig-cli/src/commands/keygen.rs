@@ -1,15 +1,18 @@
-//! `elfsig keygen`: a new key (RSA or ECDSA) and its self-signed code-signing certificate.
+//! `elfsig keygen`: a new key (RSA or ECDSA), in a file or on a PKCS#11 token, and its
+//! self-signed code-signing certificate.
 
 use std::fs::Permissions;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tempfile::NamedTempFile;
 
 use crate::cli::KeygenArgs;
 use crate::crypto::cert;
-use crate::crypto::key::{Algorithm, PrivateKey};
+use crate::crypto::key::{self, Algorithm, PrivateKey};
+use crate::crypto::pkcs11::TokenKey;
 use crate::error::Error;
 
 /// RSA keys' size when `--bits` does not say.
@@ -17,12 +20,14 @@ const DEFAULT_RSA_BITS: usize = 3072;
 
 /// Runs the command.
 pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
-    if same_file(&args.key, &args.cert) {
+    let token = key::token_uri(&args.key)?;
+    if token.is_none() && same_file(&args.key, &args.cert) {
         return Err(Error::Usage("--key and --cert must name different files".into()));
     }
     let subject = cert::parse_subject(&args.subject)?;
     if !args.force {
-        for path in [&args.key, &args.cert] {
+        let files = if token.is_some() { vec![&args.cert] } else { vec![&args.key, &args.cert] };
+        for path in files {
             if path.symlink_metadata().is_ok() {
                 return Err(Error::msg(format!("{} already exists; use --force to overwrite it", path.display())));
             }
@@ -35,9 +40,26 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
         }
         (_, None) => 0,
     };
+    if let Some(uri) = token {
+        // The pair is made on the token first: if writing the certificate fails, the key is
+        // still there to certify again, never lost.
+        let key = Arc::new(TokenKey::generate(&uri, args.algorithm, bits)?);
+        let certificate = cert::self_signed(&PrivateKey::Token(key.clone()), subject)?;
+        place(staged(&args.cert, &certificate_bytes(&certificate, args.der)?, 0o644)?, &args.cert, args.force)?;
+        if !quiet {
+            eprintln!(
+                "elfsig: made {} ({} private key; it stays on the token) and wrote {} ({})",
+                key.describe(),
+                key.public_key().name(),
+                args.cert.display(),
+                certificate.tbs_certificate.subject
+            );
+        }
+        return Ok(());
+    }
     let private_key = PrivateKey::generate(args.algorithm, bits)?;
     let certificate = cert::self_signed(&private_key, subject)?;
-    let cert_bytes = if args.der { cert::to_der(&certificate)? } else { cert::to_pem(&certificate)?.into_bytes() };
+    let cert_bytes = certificate_bytes(&certificate, args.der)?;
     let key_pem = private_key.to_pem()?;
 
     // Both files are written in full before either appears, so that a failure leaves what was
@@ -61,6 +83,11 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+/// The certificate as DER, or PEM.
+fn certificate_bytes(certificate: &x509_cert::Certificate, der: bool) -> Result<Vec<u8>, Error> {
+    Ok(if der { cert::to_der(certificate)? } else { cert::to_pem(certificate)?.into_bytes() })
 }
 
 /// Whether two paths name the same file, however they are spelled: the same inode if both exist,

@@ -28,7 +28,7 @@ pub fn run(args: &SignArgs, quiet: bool) -> Result<ExitCode, Error> {
         return Err(Error::Usage("--output takes exactly one FILE and no --recursive".into()));
     }
     let certificate = cert::load_one(&args.cert)?;
-    let signer = RecordSigner::new(key::load(&args.key)?, &certificate)?;
+    let signer = RecordSigner::new(key::open(&args.key, Some(&certificate.public_key))?, &certificate)?;
     let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
     // Several names of one file are signed once, under the first; the others are linked to the
     // signed file afterwards.

@@ -2,6 +2,7 @@
 //! certificates carry.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use const_oid::ObjectIdentifier;
 use const_oid::db::rfc5912::{ID_EC_PUBLIC_KEY, RSA_ENCRYPTION, SECP_256_R_1, SECP_384_R_1};
@@ -11,6 +12,7 @@ use rsa::{RsaPrivateKey, RsaPublicKey};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use crate::crypto::pkcs11::{Pkcs11Uri, TokenKey};
 use crate::error::Error;
 
 /// Key sizes `keygen` offers for RSA.
@@ -29,7 +31,8 @@ pub enum Algorithm {
     EcdsaP384,
 }
 
-/// A private key, ready to sign (made once, not for every signature).
+/// A private key, ready to sign (made once, not for every signature): in memory, or on a PKCS#11
+/// token.
 #[derive(Clone, Debug)]
 pub enum PrivateKey {
     /// RSA, PKCS#1 v1.5 with SHA-256 (boxed: it is ten times the size of an EC key).
@@ -38,6 +41,8 @@ pub enum PrivateKey {
     P256(p256::ecdsa::SigningKey),
     /// ECDSA on P-384.
     P384(p384::ecdsa::SigningKey),
+    /// A key on a token, of either kind.
+    Token(Arc<TokenKey>),
 }
 
 /// A public key.
@@ -75,6 +80,9 @@ impl PrivateKey {
             PrivateKey::Rsa(key) => (**key).as_ref().to_pkcs8_pem(LineEnding::LF),
             PrivateKey::P256(key) => key.to_pkcs8_pem(LineEnding::LF),
             PrivateKey::P384(key) => key.to_pkcs8_pem(LineEnding::LF),
+            PrivateKey::Token(key) => {
+                return Err(Error::msg(format!("{} cannot leave its token", key.describe())));
+            }
         }
         .map_err(|e| Error::msg(format!("cannot encode the private key: {e}")))
     }
@@ -85,6 +93,7 @@ impl PrivateKey {
             PrivateKey::Rsa(key) => PublicKey::Rsa((**key).as_ref().to_public_key()),
             PrivateKey::P256(key) => PublicKey::P256(*key.verifying_key()),
             PrivateKey::P384(key) => PublicKey::P384(*key.verifying_key()),
+            PrivateKey::Token(key) => key.public_key().clone(),
         }
     }
 }
@@ -138,6 +147,24 @@ fn key_type(oid: ObjectIdentifier, curve: Option<ObjectIdentifier>) -> Result<Al
         )),
         (other, _) => Err(format!("a key of type {other}, neither RSA nor EC")),
     }
+}
+
+/// The key `--key` names: a `pkcs11:` URI (see [`TokenKey::open`]; `certified` is the public key
+/// of the certificate it signs for), or a file [`load`] reads.
+pub fn open(key: &Path, certified: Option<&PublicKey>) -> Result<PrivateKey, Error> {
+    match token_uri(key)? {
+        Some(uri) => Ok(PrivateKey::Token(Arc::new(TokenKey::open(&uri, certified)?))),
+        None => load(key),
+    }
+}
+
+/// The `pkcs11:` URI `key` is, if it is one.
+pub fn token_uri(key: &Path) -> Result<Option<Pkcs11Uri>, Error> {
+    if !Pkcs11Uri::is_uri(key.as_os_str()) {
+        return Ok(None);
+    }
+    let text = key.to_str().ok_or_else(|| Error::Usage("a pkcs11: URI is ASCII".into()))?;
+    Pkcs11Uri::parse(text).map(Some).map_err(|e| Error::Usage(format!("--key: {e}")))
 }
 
 /// Loads a private key: PKCS#8 PEM (what `keygen` writes and `openssl genpkey` makes), PKCS#1

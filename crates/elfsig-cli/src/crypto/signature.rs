@@ -85,12 +85,32 @@ pub fn ecdsa_bits(len: usize) -> Option<usize> {
     }
 }
 
+impl PublicKey {
+    /// The algorithm of the signature values this key verifies.
+    pub fn signature_algorithm(&self) -> SignatureAlgorithm {
+        match self {
+            PublicKey::Rsa(_) => SignatureAlgorithm::Rsa,
+            PublicKey::P256(_) | PublicKey::P384(_) => SignatureAlgorithm::Ecdsa,
+        }
+    }
+
+    /// The length of every signature value made with its private key.
+    pub fn signature_len(&self) -> usize {
+        match self {
+            PublicKey::Rsa(key) => key.size(),
+            PublicKey::P256(_) => P256_LEN,
+            PublicKey::P384(_) => P384_LEN,
+        }
+    }
+}
+
 impl PrivateKey {
     /// The signature values' algorithm.
     pub fn signature_algorithm(&self) -> SignatureAlgorithm {
         match self {
             PrivateKey::Rsa(_) => SignatureAlgorithm::Rsa,
             PrivateKey::P256(_) | PrivateKey::P384(_) => SignatureAlgorithm::Ecdsa,
+            PrivateKey::Token(key) => key.public_key().signature_algorithm(),
         }
     }
 
@@ -100,6 +120,7 @@ impl PrivateKey {
             PrivateKey::Rsa(key) => (**key).as_ref().size(),
             PrivateKey::P256(_) => P256_LEN,
             PrivateKey::P384(_) => P384_LEN,
+            PrivateKey::Token(key) => key.public_key().signature_len(),
         }
     }
 
@@ -123,6 +144,7 @@ impl PrivateKey {
                     Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
                 })
             }
+            PrivateKey::Token(key) => key.sign(message),
         }
     }
 
@@ -139,7 +161,7 @@ impl PrivateKey {
 }
 
 /// Signs with fresh randomness until the value has `len` bytes.
-fn fixed_len(len: usize, mut sign: impl FnMut() -> Result<Vec<u8>, Error>) -> Result<Vec<u8>, Error> {
+pub(crate) fn fixed_len(len: usize, mut sign: impl FnMut() -> Result<Vec<u8>, Error>) -> Result<Vec<u8>, Error> {
     for _ in 0..TRIES {
         let value = sign()?;
         if value.len() == len {

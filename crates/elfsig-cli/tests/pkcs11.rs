@@ -1,0 +1,268 @@
+//! Keys on a real PKCS#11 token (SoftHSM2, initialised per test in a scratch directory):
+//! `keygen` makes the pair on the token (RSA, ECDSA P-256 and P-384) and writes only the
+//! certificate; `sign` signs through it, one file and a tree; `verify` and `inspect` see the
+//! same signatures as from a key file. And the refusals, each with files untouched and no PIN in
+//! any message: a wrong PIN, a missing object, token or module, no PIN at all, a locked PIN,
+//! a key that is not the certificate's, a label already taken. PINs come from files or the
+//! environment, never the command line.
+
+#[allow(unreachable_pub)]
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{Scratch, elfsig};
+use elfsig_fixtures::softhsm::{self, SoftToken};
+use elfsig_fixtures::{Class, Endian, Spec, synth};
+use predicates::prelude::*;
+use predicates::str::contains;
+
+/// The user PIN of every test token: distinctive, so that a message quoting it is caught.
+const PIN: &str = "elfsig-pin-4711";
+
+/// The child process [`SoftToken::create`] runs to initialise a token (SoftHSM2 reads its
+/// configuration from the environment, which a test must not change in its own process).
+#[test]
+#[ignore = "run by the other tests, in a child process, to initialise a SoftHSM2 token"]
+fn softhsm_child() {
+    if let Some(result) = softhsm::init_from_env() {
+        result.unwrap();
+    }
+}
+
+/// A fresh token in `scratch`.
+fn token(scratch: &Scratch) -> SoftToken {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child.args(["softhsm_child", "--exact", "--ignored", "--quiet"]).stdout(Stdio::null());
+    SoftToken::create(&scratch.path("hsm"), "elfsig-test", PIN, child).unwrap()
+}
+
+/// `elfsig` with the token's configuration.
+fn with_token(token: &SoftToken) -> assert_cmd::Command {
+    let mut command = elfsig();
+    command.env("SOFTHSM2_CONF", &token.conf).env_remove("ELFSIG_PKCS11_PIN").env_remove("ELFSIG_PKCS11_MODULE");
+    command
+}
+
+/// Makes the key labelled `object` on the token, its certificate at `cert`.
+fn keygen(token: &SoftToken, algorithm: &str, object: &str, cert: &Path) -> assert_cmd::assert::Assert {
+    with_token(token)
+        .args(["keygen", "--algorithm", algorithm, "--subject", &format!("CN=token {object}"), "--key"])
+        .arg(token.uri(object))
+        .arg("--cert")
+        .arg(cert)
+        .assert()
+}
+
+fn program(scratch: &Scratch, name: &str) -> PathBuf {
+    scratch.write(name, &synth(&Spec::new(Class::Elf64, Endian::Little)))
+}
+
+fn no_pin() -> impl Predicate<str> {
+    contains(PIN).not()
+}
+
+#[test]
+fn keys_made_on_the_token_sign_what_verify_accepts() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    for (algorithm, name) in [("rsa", "RSA-3072"), ("ecdsa-p256", "ECDSA P-256"), ("ecdsa-p384", "ECDSA P-384")] {
+        let cert = scratch.path(&format!("{algorithm}.crt"));
+        keygen(&token, algorithm, algorithm, &cert)
+            .success()
+            .stderr(contains(format!("({name} private key; it stays on the token)")));
+        // Only the certificate is written: nothing named like the URI, no key file.
+        let written: Vec<_> = fs::read_dir(scratch.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(written.iter().all(|n| !n.to_string_lossy().starts_with("pkcs11")), "{written:?}");
+
+        let file = program(&scratch, &format!("prog-{algorithm}"));
+        with_token(&token)
+            .args(["sign", "--key"])
+            .arg(token.uri(algorithm))
+            .arg("--cert")
+            .arg(&cert)
+            .arg(&file)
+            .assert()
+            .success();
+        elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
+        elfsig().arg("inspect").arg(&file).assert().success().stdout(contains(format!("signature:      {name} ")));
+        // Another key's certificate does not verify it.
+        let other = common::keys("ecdsa-p256-other");
+        elfsig().arg("verify").arg("--cert").arg(&other.cert).arg(&file).assert().failure();
+    }
+}
+
+#[test]
+fn a_tree_is_signed_through_one_login() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("tree.crt");
+    keygen(&token, "ecdsa-p256", "tree", &cert).success();
+    let tree = scratch.path("tree");
+    fs::create_dir_all(tree.join("sub")).unwrap();
+    let files: Vec<PathBuf> = (0..24)
+        .map(|i| {
+            let path = tree.join(if i % 2 == 0 { format!("p{i}") } else { format!("sub/p{i}") });
+            fs::write(&path, synth(&Spec::new(Class::Elf64, Endian::Little).trailing(format!("{i}").as_bytes())))
+                .unwrap();
+            path
+        })
+        .collect();
+    // The PIN from the environment this time, and the module's default too.
+    with_token(&token)
+        .env("ELFSIG_PKCS11_PIN", PIN)
+        .env("ELFSIG_PKCS11_MODULE", softhsm::MODULE)
+        .args(["sign", "-q", "--key", "pkcs11:token=elfsig-test;object=tree", "--cert"])
+        .arg(&cert)
+        .arg("--recursive")
+        .arg(&tree)
+        .assert()
+        .success();
+    elfsig().arg("verify").arg("--cert").arg(&cert).args(&files).assert().success();
+}
+
+/// Every way a token key can be refused: a clear message naming what was not found, no PIN in
+/// it, and the file as it was.
+#[test]
+fn refusals_name_what_is_wrong_and_leave_files_untouched() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("k.crt");
+    keygen(&token, "rsa", "k", &cert).success();
+    let file = program(&scratch, "prog");
+    let before = fs::read(&file).unwrap();
+    let wrong_pin = token.pin_file("wrong-pin", "not-the-pin").unwrap();
+    let module = softhsm::MODULE;
+    let pin = token.pin_file.display().to_string();
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("pkcs11:token=elfsig-test;object=k?pin-source={}&module-path={module}", wrong_pin.display()),
+            "wrong PIN for token 'elfsig-test'",
+        ),
+        (
+            format!("pkcs11:token=elfsig-test;object=gone?pin-source={pin}&module-path={module}"),
+            "no private key object=gone on token 'elfsig-test' (its private keys: 'k')",
+        ),
+        (
+            format!("pkcs11:token=elfsig-test;object=k;id=%99?pin-source={pin}&module-path={module}"),
+            "no private key object=k;id=%99",
+        ),
+        (
+            format!("pkcs11:token=absent;object=k?pin-source={pin}&module-path={module}"),
+            "no token matches token=absent; /usr/lib/softhsm/libsofthsm2.so has 'elfsig-test'",
+        ),
+        (
+            format!("pkcs11:token=elfsig-test;object=k?pin-source={pin}&module-path=/usr/lib/no-such-pkcs11.so"),
+            "PKCS#11 module /usr/lib/no-such-pkcs11.so does not exist",
+        ),
+        (
+            format!("pkcs11:token=elfsig-test;object=k?pin-source={pin}&module-path=/etc/hostname"),
+            "cannot load the PKCS#11 module /etc/hostname",
+        ),
+        ("pkcs11:token=elfsig-test;object=k".to_owned(), "which PKCS#11 module?"),
+        (format!("pkcs11:token=elfsig-test;object=k?module-path={module}"), "token 'elfsig-test' needs its PIN"),
+        (
+            format!(
+                "pkcs11:token=elfsig-test;object=k?pin-source={}/absent&module-path={module}",
+                scratch.dir.path().display()
+            ),
+            "cannot read the PIN from",
+        ),
+        (format!("pkcs11:token=elfsig-test;object=k?pin-source=relative&module-path={module}"), "absolute path"),
+    ];
+    for (uri, says) in cases {
+        with_token(&token)
+            .args(["sign", "--key", &uri, "--cert"])
+            .arg(&cert)
+            .arg(&file)
+            .assert()
+            .failure()
+            .stderr(contains(says).and(no_pin()));
+        assert_eq!(fs::read(&file).unwrap(), before, "{uri}");
+    }
+    // The token's key with another key's certificate.
+    let other = common::keys("other");
+    with_token(&token)
+        .args(["sign", "--key", &token.uri("k"), "--cert"])
+        .arg(&other.cert)
+        .arg(&file)
+        .assert()
+        .failure()
+        .stderr(contains("does not match the certificate").and(no_pin()));
+    assert_eq!(fs::read(&file).unwrap(), before);
+}
+
+#[test]
+fn keygen_on_a_token_refuses_to_replace_or_to_guess() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("k.crt");
+    keygen(&token, "ecdsa-p256", "k", &cert).success();
+    let first = fs::read(&cert).unwrap();
+    // The label is taken: the token keeps its key, the certificate stays.
+    keygen(&token, "rsa", "k", &scratch.path("again.crt"))
+        .failure()
+        .stderr(contains("already holds objects with object=k").and(no_pin()));
+    assert!(!scratch.path("again.crt").exists());
+    keygen(&token, "rsa", "k2", &cert).failure().stderr(contains("already exists; use --force"));
+    assert_eq!(fs::read(&cert).unwrap(), first);
+    let unlabelled = token.uri("x").replace(";object=x", "");
+    with_token(&token)
+        .args(["keygen", "--key", &unlabelled, "--cert"])
+        .arg(scratch.path("u.crt"))
+        .assert()
+        .failure()
+        .stderr(contains("needs a label: add object=NAME"));
+    with_token(&token)
+        .args(["keygen", "--bits", "3072", "--algorithm", "ecdsa-p256", "--key", &token.uri("y"), "--cert"])
+        .arg(scratch.path("y.crt"))
+        .assert()
+        .failure()
+        .stderr(contains("--bits is for RSA keys"));
+}
+
+/// A token whose user PIN is locked, as an HSM reports after too many wrong PINs. SoftHSM2
+/// counts no tries, so the test sets the flag in the token's own state file: the module then
+/// reports CKF_USER_PIN_LOCKED like any locked token (though it would still take the PIN).
+/// elfsig reads the token's state first and spends no try on a locked PIN. (What a token's
+/// CKR_PIN_LOCKED answer to a login means is the unit test `says_what_a_refused_login_means`.)
+#[test]
+fn a_locked_token_is_named_and_not_tried() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("k.crt");
+    keygen(&token, "rsa", "k", &cert).success();
+    lock_user_pin(&scratch.path("hsm/tokens"));
+    let file = program(&scratch, "prog");
+    let before = fs::read(&file).unwrap();
+    with_token(&token)
+        .args(["sign", "--key", &token.uri("k"), "--cert"])
+        .arg(&cert)
+        .arg(&file)
+        .assert()
+        .failure()
+        .stderr(contains("the user PIN of token 'elfsig-test' is locked").and(no_pin()));
+    assert_eq!(fs::read(&file).unwrap(), before);
+}
+
+/// Sets CKF_USER_PIN_LOCKED in the token flags SoftHSM2 keeps in `token.object` (a big-endian
+/// 64-bit value with the initialised, PIN-initialised, login-required and RNG flags set).
+fn lock_user_pin(tokens: &Path) {
+    const SET: u64 = 0x400 | 0x8 | 0x4 | 0x1;
+    const LOCKED: u64 = 0x4_0000;
+    let dir = fs::read_dir(tokens).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
+    let path = dir.join("token.object");
+    let mut bytes = fs::read(&path).unwrap();
+    let at: Vec<usize> = (0..bytes.len().saturating_sub(8))
+        .filter(|&i| {
+            let v = u64::from_be_bytes(bytes[i..i + 8].try_into().unwrap());
+            v & SET == SET && v < 1 << 24
+        })
+        .collect();
+    assert_eq!(at.len(), 1, "the token flags in {}: {at:?}", path.display());
+    let flags = u64::from_be_bytes(bytes[at[0]..at[0] + 8].try_into().unwrap()) | LOCKED;
+    bytes[at[0]..at[0] + 8].copy_from_slice(&flags.to_be_bytes());
+    fs::write(&path, bytes).unwrap();
+}
