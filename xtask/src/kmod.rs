@@ -129,9 +129,10 @@ pub fn check_built_for(ko: &Path, release: &str) -> Result {
     }
 }
 
-/// The test kernel of `flavor` and the module built for it (embedding the module test key).
+/// The test kernel of `flavor` and the module built for it (embedding the module's and the
+/// ECDSA test keys).
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
-    let ko = build(&kernel.tree, &der_certificates(std::slice::from_ref(&keys.module.cert))?, Lints::Deny)?;
+    let ko = build(&kernel.tree, &der_certificates(&keys.embedded())?, Lints::Deny)?;
     Ok((kernel, ko))
 }

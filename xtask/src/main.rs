@@ -33,6 +33,16 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 fn main() -> ExitCode {
+    // Run by keys.rs to initialise the test token, with its PINs in the environment.
+    if let Some(result) = elfsig_fixtures::softhsm::init_from_env() {
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("xtask: SoftHSM2 token: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let flags = flags::Xtask::from_env_or_exit();
     let result = match flags.subcommand {
         flags::XtaskCmd::Test(options) => test::run(&options),

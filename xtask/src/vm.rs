@@ -97,10 +97,10 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
 }
 
 /// Debian's kernel and the module built for it with the test keys' certificates embedded:
-/// the module key's, and the test kernel key's, which Debian's builtin keyring lacks.
+/// those the test module embeds, and the test kernel key's, which Debian's builtin keyring lacks.
 pub fn debian_module(keys: &TestKeys) -> Result<(debian_kernel::DebianKernel, std::path::PathBuf)> {
     let kernel = debian_kernel::kernel()?;
-    let certs = kmod::der_certificates(&[keys.module.cert.clone(), keys.kernel.cert.clone()])?;
+    let certs = kmod::der_certificates(&[keys.embedded(), vec![keys.kernel.cert.clone()]].concat())?;
     let ko = debian_kernel::build_module(&kernel, &certs)?;
     Ok((kernel, ko))
 }

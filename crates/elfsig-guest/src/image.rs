@@ -36,6 +36,11 @@ pub const HELLO: &str = "/t/signed/hello";
 pub const REVOKEME: &str = "/t/signed/revokeme";
 /// [`HELLO`] signed with the key embedded in the module.
 pub const HELLO_MODULE_KEY: &str = "/t/module/hello";
+/// Directories of programs signed with the ECDSA test keys the module embeds, P-256 and P-384:
+/// [`HELLO`] as `hello`, and `cstatic` and `cdynamic` from [`SIGNED`].
+pub const ECDSA_SIGNED: [&str; 2] = ["/t/ecdsa-p256", "/t/ecdsa-p384"];
+/// The same, signed through the test SoftHSM2 token's keys, RSA-3072 and ECDSA P-256.
+pub const TOKEN_SIGNED: [&str; 2] = ["/t/token-rsa", "/t/token-ecdsa-p256"];
 /// [`HELLO`] signed with a key nothing trusts.
 pub const HELLO_OTHER_KEY: &str = "/t/other/hello";
 /// [`HELLO`] signed with the key of [`ADDED_CERT`].

@@ -56,6 +56,10 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
         stage(image::BUSYBOX, &busybox, Some(&keys.kernel)),
         stage(image::LD_SO, &ld_so, Some(&keys.kernel)),
         stage(image::HELLO_MODULE_KEY, &hello, Some(&keys.module)),
+        stage(&format!("{}/hello", image::ECDSA_SIGNED[0]), &hello, Some(&keys.ecdsa_p256)),
+        stage(&format!("{}/hello", image::ECDSA_SIGNED[1]), &hello, Some(&keys.ecdsa_p384)),
+        stage(&format!("{}/hello", image::TOKEN_SIGNED[0]), &hello, Some(&keys.token_rsa)),
+        stage(&format!("{}/hello", image::TOKEN_SIGNED[1]), &hello, Some(&keys.token_ecdsa)),
         stage(image::HELLO_OTHER_KEY, &hello, Some(&keys.other)),
         stage(image::HELLO_ADDED_KEY, &hello, Some(&keys.added)),
         stage(image::HELLO_UNSIGNED, &hello, None),
@@ -69,6 +73,12 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
         staged.push(stage(&format!("{}/{name}", image::SIGNED), &bytes, Some(&keys.kernel)));
         if let Some(expected) = elfsig_fixtures::expected_output(built) {
             cpio.file(&format!("{}/{name}", image::EXPECTED), 0o644, expected);
+        }
+        if matches!(built, Built::CStatic | Built::CDynamic) {
+            let dirs = image::ECDSA_SIGNED.iter().chain(&image::TOKEN_SIGNED);
+            for (dir, key) in dirs.zip([&keys.ecdsa_p256, &keys.ecdsa_p384, &keys.token_rsa, &keys.token_ecdsa]) {
+                staged.push(stage(&format!("{dir}/{name}"), &bytes, Some(key)));
+            }
         }
         if built == Built::CDynamic {
             let renamed = with_interpreter(&bytes, image::STRESS_INTERPRETER)?;
@@ -162,7 +172,7 @@ pub fn sign_all(elfsig: &Path, staged: &[Staged<'_>], dir: &Path) -> Result<Vec<
         paths.push(path);
     }
     for (key, files) in by_key {
-        Cmd::new(elfsig).args(["sign", "-q", "--key"]).arg(&key.key).arg("--cert").arg(&key.cert).args(&files).run()?;
+        key.sign(elfsig).args(&files).run()?;
     }
     paths.iter().map(|p| read(p)).collect()
 }
