@@ -14,6 +14,7 @@ mod chart;
 pub mod native;
 mod report;
 mod results;
+mod signing;
 mod stage;
 
 use std::fs;
@@ -51,8 +52,8 @@ const VMS: usize = 2;
 /// Runs the task.
 pub fn run(options: &flags::Bench) -> Result {
     let suites: Vec<&str> = options.suite.iter().map(String::as_str).collect();
-    if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s) && **s != BOOT) {
-        return Err(format!("unknown suite {unknown:?}; the suites are {}, {BOOT}", SUITES.join(", ")));
+    if let Some(unknown) = suites.iter().find(|s| !SUITES.contains(s) && **s != BOOT && **s != SIGNING) {
+        return Err(format!("unknown suite {unknown:?}; the suites are {}, {BOOT}, {SIGNING}", SUITES.join(", ")));
     }
     let kernels = Kernels::parse(options.kernel.as_deref(), Kernels::Both)?;
     if suites.contains(&BOOT) && !kernels.test() {
@@ -66,6 +67,8 @@ const SUITES: [&str; 6] = ["coreutils", "libs", "exec", "unixbench", "apps", "la
 /// The suite that boots the signed Debian system instead (on the test kernel only: the image's
 /// initramfs and module are built for it).
 const BOOT: &str = boot::SUITE;
+/// The suite that measures signing on the host.
+const SIGNING: &str = signing::SUITE;
 
 /// One kernel's bench run.
 struct KernelRun {
@@ -104,8 +107,14 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     let elfsig = tools::build_cli()?;
     let keys = keys::test_keys(&elfsig)?;
     let program = tools::build_static("elfsig-bench")?;
+    // On the host too, before the VMs load it.
+    let signing = if suites.is_empty() || suites.contains(&SIGNING) {
+        Some(signing::measure(&elfsig, &keys, quick)?)
+    } else {
+        None
+    };
     // Those of the bench VM's suites asked for (all when none is named).
-    let vm_suites: Vec<&str> = suites.iter().copied().filter(|s| *s != BOOT).collect();
+    let vm_suites: Vec<&str> = suites.iter().copied().filter(|s| *s != BOOT && *s != SIGNING).collect();
     let vms = suites.is_empty() || !vm_suites.is_empty();
     // Debian's module first: a failure there (not root, no network) must not come after the
     // test kernel's long run and lose it.
@@ -172,6 +181,10 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         }
         files.push((format!("results{}.csv", run.suffix), run.results.csv()));
         files.push((format!("chart{}.svg", run.suffix), chart::svg(&run.results)));
+    }
+    if let Some(signing) = &signing {
+        report.push_str(&signing::markdown(signing));
+        files.push(("signing.csv".to_owned(), signing.csv()));
     }
     files.push(("report.md".to_owned(), report.clone()));
     for (name, contents) in &files {

@@ -146,6 +146,9 @@ pub const BENCH_DONE: &str = "ELFSIG-DONE ";
 
 /// The bench's programs, signed with the kernel key, by name.
 pub const BENCH_SIGNED: &str = "/b/signed";
+/// The bench's `hello` (in [`BENCH_SIGNED`]) signed with each kind of key, by the key's name in
+/// results: RSA-3072 (the kernel key) and ECDSA P-256 (embedded in the module).
+pub const BENCH_HELLO_BY_KEY: [(&str, &str); 2] = [("rsa-3072", "hello"), ("ecdsa-p256", "hello-ecdsa-p256")];
 /// The certificate of the kernel key (DER), which the bench puts in IMA's keyring.
 pub const BENCH_IMA_CERT: &str = "/b/ima.der";
 /// evmctl's `security.ima` signature of each bench program: `<name>.sig`.

@@ -53,6 +53,8 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
         stage_program(&mut staged, &mut libraries, signed_path(name), &system(name)?, kernel)?;
     }
     let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
+    let [_, (_, ecdsa_hello)] = image::BENCH_HELLO_BY_KEY;
+    staged.push(Staged { guest_path: signed_path(ecdsa_hello), bytes: hello.clone(), key: Some(&keys.ecdsa_p256) });
     staged.push(Staged { guest_path: signed_path("hello"), bytes: hello, key });
     staged.push(Staged { guest_path: signed_path("large"), bytes: large_binary(), key });
     staged.push(Staged { guest_path: signed_path("elfsig-bench"), bytes: read(bench)?, key });
