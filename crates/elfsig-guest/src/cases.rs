@@ -78,7 +78,7 @@ pub(crate) fn run_all() -> bool {
         ensure(mode == "enforce\n", || format!("mode is {mode:?}"))?;
         // The module's own keyring holds the certificates embedded at build time: the module
         // key's, and on a distribution's kernel the test kernel key's too.
-        let embedded = if elfsig_guest::on_distro_kernel() { 2 } else { 1 };
+        let embedded = elfsig_guest::embedded_certs();
         let keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
         ensure(keys.lines().any(|l| l.contains(" keyring ") && l.ends_with(&format!(".elfsig: {embedded}"))), || {
             format!("no .elfsig keyring with {embedded} keys in /proc/keys:\n{keys}")

@@ -4,6 +4,10 @@
 
 /// The kernel module.
 pub const MODULE: &str = "/elfsig.ko";
+/// How many certificates the test module embeds (xtask's `TestKeys::embedded`): the module
+/// key's, the ECDSA P-256 and P-384 keys', and the token's RSA and ECDSA keys'. The module built
+/// for a distribution's kernel embeds the test kernel key's too.
+pub const EMBEDDED_CERTS: usize = 5;
 /// The same module with its BTF removed: it cannot offer the mapping guard's kfuncs.
 pub const MODULE_NO_BTF: &str = "/elfsig-nobtf.ko";
 /// The dynamic loader x86-64 programs name in `PT_INTERP`, signed.

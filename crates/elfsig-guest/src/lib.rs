@@ -42,6 +42,12 @@ pub fn on_distro_kernel() -> bool {
     cmdline(image::KERNEL).as_deref() == Some("distro")
 }
 
+/// How many certificates the module under test embeds ([`image::EMBEDDED_CERTS`], and the test
+/// kernel key's on a distribution's kernel).
+pub fn embedded_certs() -> usize {
+    image::EMBEDDED_CERTS + usize::from(on_distro_kernel())
+}
+
 /// As PID 1, ends the VM.
 pub fn power_off_if_init() {
     if std::process::id() == 1 {
