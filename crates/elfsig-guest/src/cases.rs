@@ -182,7 +182,7 @@ fn signed_in_runs(dir: &str) -> Outcome {
     let before = stats()?;
     runs(&format!("{dir}/hello"), &[], Some(HELLO))?;
     for name in ["cstatic", "cdynamic"] {
-        runs(&format!("{dir}/{name}"), &[], std::fs::read(format!("{EXPECTED}/{name}")).ok().as_deref())?;
+        runs(&format!("{dir}/{name}"), &[], Some(&read(format!("{EXPECTED}/{name}"))?))?;
     }
     counters_grew(&before, &stats()?, &[("cache_misses", 3), ("denied", 0)])
 }

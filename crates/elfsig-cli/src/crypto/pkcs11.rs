@@ -211,12 +211,12 @@ impl TokenKey {
             Algorithm::Rsa => raw(&Mechanism::RsaPkcs, &[SHA256_DIGEST_INFO, digest].concat()),
             // The token's raw r || s, in elfsig's encoding; it draws a fresh k every time.
             Algorithm::EcdsaP256 => signature::fixed_len(self.public.signature_len(), || {
-                let s = p256::ecdsa::Signature::from_slice(&raw(&Mechanism::Ecdsa, digest)?).map_err(bad_ecdsa)?;
-                Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
+                let raw = raw(&Mechanism::Ecdsa, digest)?;
+                Ok(signature::p256_value(p256::ecdsa::Signature::from_slice(&raw).map_err(bad_ecdsa)?))
             }),
             Algorithm::EcdsaP384 => signature::fixed_len(self.public.signature_len(), || {
-                let s = p384::ecdsa::Signature::from_slice(&raw(&Mechanism::Ecdsa, digest)?).map_err(bad_ecdsa)?;
-                Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
+                let raw = raw(&Mechanism::Ecdsa, digest)?;
+                Ok(signature::p384_value(p384::ecdsa::Signature::from_slice(&raw).map_err(bad_ecdsa)?))
             }),
         }
     }

@@ -132,17 +132,11 @@ impl PrivateKey {
             PrivateKey::Rsa(key) => Ok(key.try_sign(message).map_err(failed)?.to_vec()),
             PrivateKey::P256(key) => {
                 let digest = Sha256::digest(message);
-                fixed_len(P256_LEN, || {
-                    let s: p256::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
-                    Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
-                })
+                fixed_len(P256_LEN, || Ok(p256_value(key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?)))
             }
             PrivateKey::P384(key) => {
                 let digest = Sha256::digest(message);
-                fixed_len(P384_LEN, || {
-                    let s: p384::ecdsa::Signature = key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?;
-                    Ok(s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec())
-                })
+                fixed_len(P384_LEN, || Ok(p384_value(key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?)))
             }
             PrivateKey::Token(key) => key.sign(message),
         }
@@ -158,6 +152,16 @@ impl PrivateKey {
             SignatureAlgorithm::Ecdsa => SignatureAlgorithm::Ecdsa.identifier(),
         }
     }
+}
+
+/// A P-256 signature in elfsig's encoding: low S, DER (its length is [`fixed_len`]'s to check).
+pub(crate) fn p256_value(s: p256::ecdsa::Signature) -> Vec<u8> {
+    s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec()
+}
+
+/// A P-384 signature in elfsig's encoding, as [`p256_value`].
+pub(crate) fn p384_value(s: p384::ecdsa::Signature) -> Vec<u8> {
+    s.normalize_s().unwrap_or(s).to_der().as_bytes().to_vec()
 }
 
 /// Signs with fresh randomness until the value has `len` bytes.
