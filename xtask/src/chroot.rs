@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Result;
 use crate::cmd::Cmd;
+use crate::deps;
 
 /// What enters `root` (`$0`) and runs `$1` there: its own /proc, a clean environment.
 const ENTER: &str = r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#;
@@ -45,6 +46,7 @@ pub fn cached_root(
         eprintln!("xtask: reusing {what} in {}", root.display());
     } else {
         eprintln!("xtask: making {what} in {} (a minute or two, once)", root.display());
+        deps::ensure_space(&dir, 5, &format!("making {what}"))?;
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         // Into a scratch name first: an interrupted run must not leave a root that looks ready.

@@ -155,3 +155,42 @@ pub fn is_root() -> bool {
         status.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(1)) == Some("0")
     })
 }
+
+/// Fails, saying how much is free and how much is needed, unless the file system holding `dir`
+/// (or its nearest existing ancestor) has `gib` GiB free for `what`: a kernel build that runs out
+/// of space fails an hour in, with a linker's or `tar`'s error that names no cause.
+pub fn ensure_space(dir: &std::path::Path, gib: u64, what: &str) -> Result {
+    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(std::path::Path::new("/"));
+    let free: u64 = Cmd::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(existing)
+        .read()?
+        .lines()
+        .nth(1)
+        .and_then(|line| line.trim().parse().ok())
+        .ok_or_else(|| format!("cannot read the free space of {} from df", existing.display()))?;
+    const GIB: u64 = 1 << 30;
+    if free >= gib.saturating_mul(GIB) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} needs about {gib} GiB free in {}, and only {:.1} GiB are: free some space and run \
+         again",
+        existing.display(),
+        free as f64 / GIB as f64
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ensure_space;
+
+    #[test]
+    fn space_check_passes_when_there_is_room_and_names_the_shortfall_when_not() {
+        let missing = std::env::temp_dir().join("elfsig-no-such-dir/below");
+        ensure_space(&missing, 0, "nothing").unwrap();
+        let err = ensure_space(&missing, u64::MAX, "a kernel as big as the sky").unwrap_err();
+        assert!(err.starts_with("a kernel as big as the sky needs about 18446744073709551615 GiB free in "), "{err}");
+        assert!(err.contains("GiB are: free some space"), "{err}");
+    }
+}

@@ -14,32 +14,16 @@ mod common;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::layout::{RECORD_DIGEST, RECORD_LEN, u16_at, u64_at};
+use common::oracle::{openssl_verify, record_and_blob, run, text, tool};
 use common::{
     Anchor, Keys, Scratch, TRAILER_LEN, TRAILER_MAGIC, elfsig, keys, payload, sign, signature_payload, system_programs,
     trailer, verify,
 };
-use elfsig_fixtures::{ALL_BUILT, build, synth_matrix, system_binary};
+use elfsig_fixtures::{ALL_BUILT, build, synth_matrix};
 use sha2::{Digest, Sha256};
-
-/// The path of an external tool, or a failure naming the Debian package that provides it.
-fn tool(name: &str, package: &str) -> PathBuf {
-    system_binary(name).unwrap_or_else(|| panic!("{name} is not installed: install the Debian package {package}"))
-}
-
-fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// A file and its signed copy, with the same file name in two directories, so that tools that
 /// print the file name print the same thing for both.
@@ -103,43 +87,6 @@ fn everything() -> Vec<(String, Vec<u8>)> {
     }
     assert!(built >= 4, "only {built} built fixtures: is gcc installed?");
     all
-}
-
-/// The record and the PKCS#7 blob of a signed file.
-fn record_and_blob(signed: &Path) -> (Vec<u8>, Vec<u8>) {
-    let bytes = fs::read(signed).unwrap();
-    let (offset, size) = payload(signed);
-    let payload = &bytes[offset..offset + size];
-    (payload[..RECORD_LEN].to_vec(), payload[RECORD_LEN..].to_vec())
-}
-
-/// `openssl cms -verify` of `blob` over `record`, trusting `cert` alone.
-fn openssl_verify(dir: &Path, record: &[u8], blob: &[u8], cert: &Path) -> Output {
-    let openssl = tool("openssl", "openssl");
-    fs::write(dir.join("record.bin"), record).unwrap();
-    fs::write(dir.join("sig.p7"), blob).unwrap();
-    let cert = cert.to_str().unwrap();
-    let args = [
-        "cms",
-        "-verify",
-        "-binary",
-        "-inform",
-        "DER",
-        "-in",
-        "sig.p7",
-        "-content",
-        "record.bin",
-        "-certfile",
-        cert,
-        "-CAfile",
-        cert,
-        "-partial_chain",
-        "-purpose",
-        "any",
-        "-out",
-        "/dev/null",
-    ];
-    run(&openssl, &args, dir)
 }
 
 /// The key kinds the oracle checks: RSA, ECDSA on P-256 and on P-384 (name prefixes for

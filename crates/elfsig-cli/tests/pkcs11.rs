@@ -1,10 +1,10 @@
 //! Keys on a real PKCS#11 token (SoftHSM2, initialised per test in a scratch directory):
 //! `keygen` makes the pair on the token (RSA, ECDSA P-256 and P-384) and writes only the
 //! certificate; `sign` signs through it, one file and a tree; `verify` and `inspect` see the
-//! same signatures as from a key file. And the refusals, each with files untouched and no PIN in
+//! same signatures as from a key file, and so does OpenSSL. And the refusals, each with files untouched and no PIN in
 //! any message: a wrong PIN, a missing object, token or module, no PIN at all, a locked PIN,
-//! a key that is not the certificate's, a label already taken. PINs come from files or the
-//! environment, never the command line.
+//! a key that is not the certificate's, a label already taken, a PIN file that is not UTF-8, two
+//! tokens with one label. PINs come from files or the environment, never the command line.
 
 #[allow(unreachable_pub)]
 mod common;
@@ -13,6 +13,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::layout::RECORD_DIGEST;
+use common::oracle::{openssl_verify, record_and_blob, text};
 use common::{Scratch, elfsig};
 use elfsig_fixtures::softhsm::{self, SoftToken};
 use elfsig_fixtures::{Class, Endian, Spec, synth};
@@ -34,9 +36,14 @@ fn softhsm_child() {
 
 /// A fresh token in `scratch`.
 fn token(scratch: &Scratch) -> SoftToken {
+    token_in(&scratch.path("hsm"))
+}
+
+/// A fresh token labelled `elfsig-test` in `dir`.
+fn token_in(dir: &Path) -> SoftToken {
     let mut child = Command::new(std::env::current_exe().unwrap());
     child.args(["softhsm_child", "--exact", "--ignored", "--quiet"]).stdout(Stdio::null());
-    SoftToken::create(&scratch.path("hsm"), "elfsig-test", PIN, child).unwrap()
+    SoftToken::create(dir, "elfsig-test", PIN, child).unwrap()
 }
 
 /// `elfsig` with the token's configuration.
@@ -88,6 +95,15 @@ fn keys_made_on_the_token_sign_what_verify_accepts() {
             .success();
         elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
         elfsig().arg("inspect").arg(&file).assert().success().stdout(contains(format!("signature:      {name} ")));
+        // OpenSSL, which shares no code with elfsig, accepts what the token signed, and not
+        // over another record.
+        let (record, blob) = record_and_blob(&file);
+        let verdict = openssl_verify(scratch.dir.path(), &record, &blob, &cert);
+        assert!(verdict.status.success(), "{name}: openssl refuses the token's signature: {}", text(&verdict.stderr));
+        let mut changed = record.clone();
+        changed[RECORD_DIGEST] ^= 1;
+        let verdict = openssl_verify(scratch.dir.path(), &changed, &blob, &cert);
+        assert!(text(&verdict.stderr).contains("Verification failure"), "{name}: {}", text(&verdict.stderr));
         // Another key's certificate does not verify it.
         let other = common::keys("ecdsa-p256-other");
         elfsig().arg("verify").arg("--cert").arg(&other.cert).arg(&file).assert().failure();
@@ -136,6 +152,7 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
     let wrong_pin = token.pin_file("wrong-pin", "not-the-pin").unwrap();
     let module = softhsm::MODULE;
     let pin = token.pin_file.display().to_string();
+    let not_utf8 = scratch.write("latin1-pin", b"elfsig-pin-\xe94711\n");
     let cases: Vec<(String, &str)> = vec![
         (
             format!("pkcs11:token=elfsig-test;object=k?pin-source={}&module-path={module}", wrong_pin.display()),
@@ -171,6 +188,10 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
             "cannot read the PIN from",
         ),
         (format!("pkcs11:token=elfsig-test;object=k?pin-source=relative&module-path={module}"), "absolute path"),
+        (
+            format!("pkcs11:token=elfsig-test;object=k?pin-source={}&module-path={module}", not_utf8.display()),
+            "is not UTF-8",
+        ),
     ];
     for (uri, says) in cases {
         with_token(&token)
@@ -192,6 +213,52 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
         .failure()
         .stderr(contains("does not match the certificate").and(no_pin()));
     assert_eq!(fs::read(&file).unwrap(), before);
+}
+
+/// Two tokens with one label (two HSMs set up alike, a token copied): elfsig picks neither,
+/// lists both with their serials, and signs with the one `serial=` names.
+#[test]
+fn tokens_with_one_label_are_told_apart_by_serial() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let twin = token_in(&scratch.path("twin"));
+    for dir in fs::read_dir(scratch.path("twin/tokens")).unwrap() {
+        let dir = dir.unwrap().path();
+        let copy = scratch.path("hsm/tokens").join(dir.file_name().unwrap());
+        fs::create_dir(&copy).unwrap();
+        for file in fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().path();
+            fs::copy(&file, copy.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    drop(twin);
+    let cert = scratch.path("k.crt");
+    let refused = keygen(&token, "ecdsa-p256", "k", &cert)
+        .failure()
+        .stderr(contains("2 tokens match token=elfsig-test; tell them apart with token= or serial=").and(no_pin()));
+    assert!(!cert.exists());
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    let serials: Vec<&str> =
+        stderr.split("serial ").skip(1).map(|rest| rest.split(')').next().unwrap_or_default()).collect();
+    assert!(serials.len() == 2 && serials[0] != serials[1], "{stderr}");
+    let uri = token.uri("k").replace(";object=k", &format!(";serial={};object=k", serials[1]));
+    with_token(&token)
+        .args(["keygen", "--algorithm", "ecdsa-p256", "--key", &uri, "--cert"])
+        .arg(&cert)
+        .assert()
+        .success();
+    let file = program(&scratch, "prog");
+    with_token(&token).args(["sign", "--key", &uri, "--cert"]).arg(&cert).arg(&file).assert().success();
+    elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
+    // The key is on that token only: the other serial has no such object.
+    let other = token.uri("k").replace(";object=k", &format!(";serial={};object=k", serials[0]));
+    with_token(&token)
+        .args(["sign", "--key", &other, "--cert"])
+        .arg(&cert)
+        .arg(&file)
+        .assert()
+        .failure()
+        .stderr(contains("no private key object=k"));
 }
 
 #[test]

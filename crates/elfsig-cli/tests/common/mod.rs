@@ -1,12 +1,14 @@
 //! Shared support for the CLI's end-to-end tests: scratch directories, keys made once per test
 //! process with `elfsig keygen`, helpers to find things in ELF files with goblin (an independent
 //! parser, so the tests do not trust elfsig-core to check elfsig-core; more in `layout`), and the
-//! messages `elfsig` gives for the files it refuses (`messages`).
+//! messages `elfsig` gives for the files it refuses (`messages`), and what independent tools
+//! say (`oracle`: OpenSSL's verdict on a signature).
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
 pub mod layout;
 pub mod messages;
+pub mod oracle;
 pub mod roundtrip;
 
 use std::collections::HashMap;
