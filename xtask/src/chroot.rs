@@ -46,8 +46,8 @@ pub fn cached_root(
         eprintln!("xtask: reusing {what} in {}", root.display());
     } else {
         eprintln!("xtask: making {what} in {} (a minute or two, once)", root.display());
-        deps::ensure_space(&dir, 5, &format!("making {what}"))?;
         let _ = fs::remove_dir_all(&dir);
+        deps::ensure_space(&dir, 5, &format!("making {what}"))?;
         fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         // Into a scratch name first: an interrupted run must not leave a root that looks ready.
         let scratch = dir.join("root.new");

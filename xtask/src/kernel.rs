@@ -124,8 +124,8 @@ fn mark_used_and_prune(dir: &Path) {
 
 fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
     eprintln!("xtask: building the test kernel in {} (several minutes, once)", dir.display());
-    deps::ensure_space(dir, 4, "building the test kernel")?;
     let _ = fs::remove_dir_all(dir);
+    deps::ensure_space(dir, 4, "building the test kernel")?;
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Cmd::new("tar").args(["-xf", SOURCE_TARBALL, "-C"]).arg(dir).run()?;
     let tree = dir.join(SOURCE_DIR);

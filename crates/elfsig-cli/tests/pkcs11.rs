@@ -4,7 +4,8 @@
 //! same signatures as from a key file, and so does OpenSSL. And the refusals, each with files untouched and no PIN in
 //! any message: a wrong PIN, a missing object, token or module, no PIN at all, a locked PIN,
 //! a key that is not the certificate's, a label already taken, a PIN file that is not UTF-8, two
-//! tokens with one label. PINs come from files or the environment, never the command line.
+//! tokens with one label, a key of another kind than the certificate's, an upper-case scheme.
+//! A key made for a certificate that cannot be written goes again. PINs come from files or the environment, never the command line.
 
 #[allow(unreachable_pub)]
 mod common;
@@ -46,11 +47,19 @@ fn token_in(dir: &Path) -> SoftToken {
     SoftToken::create(dir, "elfsig-test", PIN, child).unwrap()
 }
 
-/// `elfsig` with the token's configuration.
+/// `elfsig` with the token's configuration, run in the scratch directory (where a URI taken for
+/// a file name would be written).
 fn with_token(token: &SoftToken) -> assert_cmd::Command {
     let mut command = elfsig();
     command.env("SOFTHSM2_CONF", &token.conf).env_remove("ELFSIG_PKCS11_PIN").env_remove("ELFSIG_PKCS11_MODULE");
+    command.current_dir(token.conf.parent().and_then(Path::parent).unwrap());
     command
+}
+
+/// What `elfsig` wrote in the scratch directory that is named like a URI.
+fn uri_named_files(scratch: &Scratch) -> Vec<std::ffi::OsString> {
+    let names = fs::read_dir(scratch.dir.path()).unwrap().map(|e| e.unwrap().file_name());
+    names.filter(|n| n.to_string_lossy().to_ascii_lowercase().starts_with("pkcs11")).collect()
 }
 
 /// Makes the key labelled `object` on the token, its certificate at `cert`.
@@ -81,8 +90,7 @@ fn keys_made_on_the_token_sign_what_verify_accepts() {
             .success()
             .stderr(contains(format!("({name} private key; it stays on the token)")));
         // Only the certificate is written: nothing named like the URI, no key file.
-        let written: Vec<_> = fs::read_dir(scratch.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert!(written.iter().all(|n| !n.to_string_lossy().starts_with("pkcs11")), "{written:?}");
+        assert_eq!(uri_named_files(&scratch), Vec::<std::ffi::OsString>::new());
 
         let file = program(&scratch, &format!("prog-{algorithm}"));
         with_token(&token)
@@ -203,16 +211,69 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
             .stderr(contains(says).and(no_pin()));
         assert_eq!(fs::read(&file).unwrap(), before, "{uri}");
     }
-    // The token's key with another key's certificate.
-    let other = common::keys("other");
+    // The PIN from the environment: wrong, or set but empty (taken as unset, not as a try).
+    for (pin, says) in [("not-the-pin", "wrong PIN for token 'elfsig-test'"), ("", "token 'elfsig-test' needs its PIN")]
+    {
+        with_token(&token)
+            .env("ELFSIG_PKCS11_PIN", pin)
+            .args(["sign", "--key", &format!("pkcs11:token=elfsig-test;object=k?module-path={module}"), "--cert"])
+            .arg(&cert)
+            .arg(&file)
+            .assert()
+            .failure()
+            .stderr(contains(says).and(no_pin()));
+    }
+    // The token's key with another RSA key's certificate, and with an ECDSA key's.
+    for (other, says) in [
+        (common::keys("other"), "object=k on token 'elfsig-test' does not match the certificate's public key"),
+        (
+            common::keys("ecdsa-p256-other"),
+            "object=k on token 'elfsig-test' is an RSA key, which does not match the certificate's ECDSA P-256 key",
+        ),
+    ] {
+        with_token(&token)
+            .args(["sign", "--key", &token.uri("k"), "--cert"])
+            .arg(&other.cert)
+            .arg(&file)
+            .assert()
+            .failure()
+            .stderr(contains(says).and(no_pin()));
+    }
+    assert_eq!(fs::read(&file).unwrap(), before);
+    // A PIN with an unencoded `&`: the rest is not named, as it may be part of the PIN.
     with_token(&token)
-        .args(["sign", "--key", &token.uri("k"), "--cert"])
-        .arg(&other.cert)
+        .args(["sign", "--key", &format!("pkcs11:token=elfsig-test;object=k?pin-value=47&{PIN}=11"), "--cert"])
+        .arg(&cert)
         .arg(&file)
         .assert()
         .failure()
-        .stderr(contains("does not match the certificate").and(no_pin()));
+        .stderr(contains("unknown PKCS#11 URI query attribute (not named here").and(no_pin()));
     assert_eq!(fs::read(&file).unwrap(), before);
+}
+
+/// `PKCS11:` is a URI too (schemes are case-insensitive): the key is made on the token, never
+/// written to a file named like the URI.
+#[test]
+fn an_upper_case_scheme_is_a_token_not_a_file() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("k.crt");
+    with_token(&token)
+        .args(["keygen", "--algorithm", "ecdsa-p256", "--key", &token.uri("k").replacen("pkcs11:", "PKCS11:", 1)])
+        .arg("--cert")
+        .arg(&cert)
+        .assert()
+        .success()
+        .stderr(contains("it stays on the token"));
+    assert_eq!(uri_named_files(&scratch), Vec::<std::ffi::OsString>::new());
+    let file = program(&scratch, "prog");
+    with_token(&token)
+        .args(["sign", "--key", &token.uri("k").replacen("pkcs11:", "Pkcs11:", 1), "--cert"])
+        .arg(&cert)
+        .arg(&file)
+        .assert()
+        .success();
+    elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
 }
 
 /// Two tokens with one label (two HSMs set up alike, a token copied): elfsig picks neither,
@@ -275,6 +336,9 @@ fn keygen_on_a_token_refuses_to_replace_or_to_guess() {
     assert!(!scratch.path("again.crt").exists());
     keygen(&token, "rsa", "k2", &cert).failure().stderr(contains("already exists; use --force"));
     assert_eq!(fs::read(&cert).unwrap(), first);
+    // A certificate that cannot be written takes its new pair away again: a second try works.
+    keygen(&token, "rsa", "k3", &scratch.path("no-such-dir/k3.crt")).failure().stderr(contains("no-such-dir"));
+    keygen(&token, "rsa", "k3", &scratch.path("k3.crt")).success();
     let unlabelled = token.uri("x").replace(";object=x", "");
     with_token(&token)
         .args(["keygen", "--key", &unlabelled, "--cert"])
@@ -314,22 +378,20 @@ fn a_locked_token_is_named_and_not_tried() {
     assert_eq!(fs::read(&file).unwrap(), before);
 }
 
-/// Sets CKF_USER_PIN_LOCKED in the token flags SoftHSM2 keeps in `token.object` (a big-endian
-/// 64-bit value with the initialised, PIN-initialised, login-required and RNG flags set).
+/// Sets CKF_USER_PIN_LOCKED in the token flags SoftHSM2 keeps in `token.object`: the
+/// attribute CKA_OS_TOKENFLAGS (0x8000534B), of kind 2 (an unsigned long), each a big-endian
+/// 64-bit value, the flags after them.
 fn lock_user_pin(tokens: &Path) {
-    const SET: u64 = 0x400 | 0x8 | 0x4 | 0x1;
+    const FLAGS_ATTRIBUTE: [u8; 16] = [0, 0, 0, 0, 0x80, 0, 0x53, 0x4b, 0, 0, 0, 0, 0, 0, 0, 2];
     const LOCKED: u64 = 0x4_0000;
     let dir = fs::read_dir(tokens).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
     let path = dir.join("token.object");
     let mut bytes = fs::read(&path).unwrap();
-    let at: Vec<usize> = (0..bytes.len().saturating_sub(8))
-        .filter(|&i| {
-            let v = u64::from_be_bytes(bytes[i..i + 8].try_into().unwrap());
-            v & SET == SET && v < 1 << 24
-        })
-        .collect();
+    let at: Vec<usize> =
+        bytes.windows(24).enumerate().filter(|(_, w)| w[..16] == FLAGS_ATTRIBUTE).map(|(i, _)| i + 16).collect();
     assert_eq!(at.len(), 1, "the token flags in {}: {at:?}", path.display());
-    let flags = u64::from_be_bytes(bytes[at[0]..at[0] + 8].try_into().unwrap()) | LOCKED;
-    bytes[at[0]..at[0] + 8].copy_from_slice(&flags.to_be_bytes());
+    let flags = u64::from_be_bytes(bytes[at[0]..at[0] + 8].try_into().unwrap());
+    assert_eq!(flags & 0x40d, 0x40d, "not the flags of an initialised token with a user PIN: {flags:#x}");
+    bytes[at[0]..at[0] + 8].copy_from_slice(&(flags | LOCKED).to_be_bytes());
     fs::write(&path, bytes).unwrap();
 }

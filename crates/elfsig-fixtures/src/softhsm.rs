@@ -47,6 +47,9 @@ impl SoftToken {
         if token.conf.exists() && token.pin_file.exists() {
             return Ok(token);
         }
+        // Whatever a failed earlier try left there goes: a second token with the same label
+        // would make every later use ambiguous.
+        let _ = std::fs::remove_dir_all(&tokens);
         std::fs::create_dir_all(&tokens).map_err(|e| format!("cannot create {}: {e}", tokens.display()))?;
         let conf = format!(
             "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n",

@@ -41,11 +41,15 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
         (_, None) => 0,
     };
     if let Some(uri) = token {
-        // The pair is made on the token first: if writing the certificate fails, the key is
-        // still there to certify again, never lost.
+        // The pair is made on the token first; if its certificate cannot be written, the pair
+        // goes again, so that a second try is not refused for a label already taken.
         let key = Arc::new(TokenKey::generate(&uri, args.algorithm, bits)?);
-        let certificate = cert::self_signed(&PrivateKey::Token(key.clone()), subject)?;
-        place(staged(&args.cert, &certificate_bytes(&certificate, args.der)?, 0o644)?, &args.cert, args.force)?;
+        let certify = || {
+            let certificate = cert::self_signed(&PrivateKey::Token(key.clone()), subject.clone())?;
+            place(staged(&args.cert, &certificate_bytes(&certificate, args.der)?, 0o644)?, &args.cert, args.force)?;
+            Ok::<_, Error>(certificate)
+        };
+        let certificate = certify().map_err(|e| key.undo(e))?;
         if !quiet {
             eprintln!(
                 "elfsig: made {} ({} private key; it stays on the token) and wrote {} ({})",

@@ -125,6 +125,15 @@ impl PublicKey {
         .map_err(|e| Error::msg(format!("cannot encode the public key: {e}")))
     }
 
+    /// Its algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            PublicKey::Rsa(_) => Algorithm::Rsa,
+            PublicKey::P256(_) => Algorithm::EcdsaP256,
+            PublicKey::P384(_) => Algorithm::EcdsaP384,
+        }
+    }
+
     /// What the key is, as `inspect` and `keygen` name it: `RSA-3072`, `ECDSA P-256`.
     pub fn name(&self) -> String {
         match self {
@@ -163,7 +172,7 @@ pub fn token_uri(key: &Path) -> Result<Option<Pkcs11Uri>, Error> {
     if !Pkcs11Uri::is_uri(key.as_os_str()) {
         return Ok(None);
     }
-    let text = key.to_str().ok_or_else(|| Error::Usage("a pkcs11: URI is ASCII".into()))?;
+    let text = key.to_str().ok_or_else(|| Error::Usage("a pkcs11: URI is text: percent-encode other bytes".into()))?;
     Pkcs11Uri::parse(text).map(Some).map_err(|e| Error::Usage(format!("--key: {e}")))
 }
 

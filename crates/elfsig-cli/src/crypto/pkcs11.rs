@@ -56,6 +56,8 @@ pub struct TokenKey {
     handle: ObjectHandle,
     algorithm: Algorithm,
     public: PublicKey,
+    /// The id of the pair, when this process made it.
+    made: Option<Vec<u8>>,
     pool: Mutex<Pool>,
     returned: Condvar,
 }
@@ -74,23 +76,48 @@ impl std::fmt::Debug for TokenKey {
 }
 
 impl TokenKey {
-    /// The key `uri` names, for signing. Its public key comes from the token (the public key
-    /// object with the same id or label, or an RSA key's own modulus); a token that keeps none
-    /// takes `certified`'s, once a signature made on the token verifies with it.
+    /// The key `uri` names, for signing the certificate whose public key is `certified`: a
+    /// signature the token makes must verify with it. Without a certificate, its public key
+    /// comes from the token (the public key object with the same id or label, or an RSA key's
+    /// own modulus).
     pub fn open(uri: &Pkcs11Uri, certified: Option<&PublicKey>) -> Result<TokenKey, Error> {
         let (token, session) = log_in(uri, false)?;
         let object = uri.describe_key();
         let handle = one_private_key(&session, uri, &token.name)?;
         let algorithm = key_algorithm(&session, handle, &object, &token.name)?;
-        let public = match public_key(&session, handle, uri, algorithm) {
-            Some(public) => public,
-            None => match certified {
-                Some(certified) => certified.clone(),
-                None => return Err(Error::msg(format!("{} keeps no public key for {object}", token.name))),
-            },
+        if let [Attribute::AlwaysAuthenticate(true)] =
+            session.get_attributes(handle, &[AttributeType::AlwaysAuthenticate]).unwrap_or_default().as_slice()
+        {
+            return Err(Error::msg(format!(
+                "{object} on {} wants the PIN again before every signature (CKA_ALWAYS_AUTHENTICATE, as a PIV \
+                 card's signature slot does); elfsig signs many files on one login: use a key without it",
+                token.name
+            )));
+        }
+        // Whose signatures the certificate's key must verify: the certificate is what a
+        // verifier trusts, whatever public key object the token keeps beside the key.
+        let (public, mismatch) = match certified {
+            Some(certified) if certified.algorithm() != algorithm => {
+                return Err(Error::msg(format!(
+                    "{object} on {} is an {} key, which does not match the certificate's {} key",
+                    token.name,
+                    match algorithm {
+                        Algorithm::Rsa => "RSA",
+                        Algorithm::EcdsaP256 => "ECDSA P-256",
+                        Algorithm::EcdsaP384 => "ECDSA P-384",
+                    },
+                    certified.name()
+                )));
+            }
+            Some(certified) => (certified.clone(), "does not match the certificate's public key"),
+            None => (
+                public_key(&session, handle, uri, algorithm)
+                    .ok_or_else(|| Error::msg(format!("{} keeps no public key for {object}", token.name)))?,
+                "makes signatures its own public key on the token does not verify",
+            ),
         };
         let key = TokenKey::new(token, session, object, handle, algorithm, public);
-        key.check_public()?;
+        key.check_public(mismatch)?;
         Ok(key)
     }
 
@@ -134,18 +161,36 @@ impl TokenKey {
             Attribute::Sensitive(true),
             Attribute::Extractable(false),
             Attribute::Sign(true),
+            // A signing key only: nothing else it could be talked into doing.
+            Attribute::Decrypt(false),
+            Attribute::Unwrap(false),
+            Attribute::Derive(false),
         ];
         private_template.extend(common);
         let (_, handle) = session
             .generate_key_pair(&mechanism, &public_template, &private_template)
             .map_err(|e| failed(&token.name, "cannot generate the key pair", &e))?;
-        let with_id = Pkcs11Uri { id: Some(id), ..uri.clone() };
+        let with_id = Pkcs11Uri { id: Some(id.clone()), ..uri.clone() };
         let object = with_id.describe_key();
-        let public = public_key(&session, handle, &with_id, algorithm)
-            .ok_or_else(|| Error::msg(format!("{} made {object} but does not show its public key", token.name)))?;
-        let key = TokenKey::new(token, session, object, handle, algorithm, public);
-        key.check_public()?;
-        Ok(key)
+        let Some(public) = public_key(&session, handle, &with_id, algorithm) else {
+            let error = Error::msg(format!("{} made {object} but does not show its public key", token.name));
+            return Err(undone(&token, &id, &format!("{object} on {}", token.name), error));
+        };
+        let mut key = TokenKey::new(token, session, object, handle, algorithm, public);
+        key.made = Some(id);
+        match key.check_public("makes signatures its own new public key does not verify") {
+            Ok(()) => Ok(key),
+            Err(e) => Err(key.undo(e)),
+        }
+    }
+
+    /// After `error`, removes the pair [`TokenKey::generate`] made, so that no key stays on the
+    /// token without a certificate; returns `error`, saying so when the pair stays.
+    pub fn undo(&self, error: Error) -> Error {
+        match &self.made {
+            Some(id) => undone(&self.token, id, &self.describe(), error),
+            None => error,
+        }
     }
 
     /// The key `handle` on `token`, whose logged-in `session` starts the pool.
@@ -164,18 +209,19 @@ impl TokenKey {
             _ => workers,
         };
         let pool = Mutex::new(Pool { idle: vec![session], open: 1, limit });
-        TokenKey { token, object, handle, algorithm, public, pool, returned: Condvar::new() }
+        TokenKey { token, object, handle, algorithm, public, made: None, pool, returned: Condvar::new() }
     }
 
     /// A signature the token makes verifies with the public key elfsig will name: the key and
     /// its certificate belong together, and the token signs (logged in, with the mechanism).
-    fn check_public(&self) -> Result<(), Error> {
+    /// Otherwise the key `mismatch`es.
+    fn check_public(&self, mismatch: &str) -> Result<(), Error> {
         let probe = b"elfsig: does the key on the token match its public key?";
         let value = self.sign(probe)?;
         if self.public.verifies(self.public.signature_algorithm(), probe, &value) {
             Ok(())
         } else {
-            Err(Error::msg(format!("{} does not match the certificate's public key", self.describe())))
+            Err(Error::msg(format!("{} {mismatch}", self.describe())))
         }
     }
 
@@ -207,16 +253,28 @@ impl TokenKey {
         let raw = |mechanism: &Mechanism, data: &[u8]| {
             session.sign(mechanism, self.handle, data).map_err(|e| failed(&self.token.name, "cannot sign", &e))
         };
+        // ECDSA: the token's raw r || s, in elfsig's encoding, whose fixed length needs a fresh k
+        // now and then; a token with deterministic nonces (RFC 6979) gives the same r || s again.
+        let mut last = None;
+        let mut fresh = || {
+            let value = raw(&Mechanism::Ecdsa, digest)?;
+            if last.as_ref() == Some(&value) {
+                return Err(Error::msg(format!(
+                    "{} makes the same ECDSA signature twice (deterministic nonces), and elfsig's fixed-length \
+                     encoding needs another for this file: sign with an RSA key on this token",
+                    self.token.name
+                )));
+            }
+            last = Some(value.clone());
+            Ok(value)
+        };
         match self.algorithm {
             Algorithm::Rsa => raw(&Mechanism::RsaPkcs, &[SHA256_DIGEST_INFO, digest].concat()),
-            // The token's raw r || s, in elfsig's encoding; it draws a fresh k every time.
             Algorithm::EcdsaP256 => signature::fixed_len(self.public.signature_len(), || {
-                let raw = raw(&Mechanism::Ecdsa, digest)?;
-                Ok(signature::p256_value(p256::ecdsa::Signature::from_slice(&raw).map_err(bad_ecdsa)?))
+                Ok(signature::p256_value(p256::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
             }),
             Algorithm::EcdsaP384 => signature::fixed_len(self.public.signature_len(), || {
-                let raw = raw(&Mechanism::Ecdsa, digest)?;
-                Ok(signature::p384_value(p384::ecdsa::Signature::from_slice(&raw).map_err(bad_ecdsa)?))
+                Ok(signature::p384_value(p384::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
             }),
         }
     }
@@ -241,6 +299,8 @@ impl TokenKey {
                     }
                     Err(e) => {
                         self.pool.lock().unwrap_or_else(PoisonError::into_inner).open -= 1;
+                        // A worker waiting for a session may open this one instead.
+                        self.returned.notify_one();
                         return Err(failed(&self.token.name, "cannot open a session", &e));
                     }
                 }
@@ -253,6 +313,21 @@ impl TokenKey {
     fn give_back(&self, session: Session) {
         self.pool.lock().unwrap_or_else(PoisonError::into_inner).idle.push(session);
         self.returned.notify_one();
+    }
+}
+
+/// Removes the key pair with `id` (both its objects carry it) from `token`, after `error`;
+/// returns `error`, saying so when the pair (`described`) stays.
+fn undone(token: &Token, id: &[u8], described: &str, error: Error) -> Error {
+    let removed = token.context.open_rw_session(token.slot).and_then(|session| {
+        session.find_objects(&[Attribute::Id(id.to_vec())])?.into_iter().try_for_each(|o| session.destroy_object(o))
+    });
+    match removed {
+        Ok(()) => error,
+        Err(e) => Error::msg(format!(
+            "{error}; and the key pair made as {described} stays on the token ({}): remove it with the token's tools",
+            short(&e)
+        )),
     }
 }
 
@@ -345,8 +420,16 @@ fn login(token: &Token, session: &Session, uri: &Pkcs11Uri) -> Result<(), Error>
     if info.user_pin_locked() {
         return Err(Error::msg(format!("the user PIN of {token} is locked; its security officer must unlock it")));
     }
-    let pin = pin(uri, token)?;
-    match session.login(UserType::User, Some(&pin)) {
+    // A token with a PIN pad takes the PIN there, when none is given here.
+    let pin = match pin(uri, token) {
+        Ok(pin) => Some(pin),
+        Err(_) if info.protected_authentication_path() && uri.pin.is_none() => {
+            eprintln!("elfsig: enter the PIN of {token} on its PIN pad");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    match session.login(UserType::User, pin.as_ref()) {
         Ok(()) | Err(P11Error::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => Ok(()),
         Err(P11Error::Pkcs11(rv, _)) => {
             let after = context.get_token_info(slot).ok();
@@ -394,9 +477,10 @@ fn pin(uri: &Pkcs11Uri, token: &str) -> Result<AuthPin, Error> {
             let line = text.strip_suffix('\n').unwrap_or(text);
             Zeroizing::new(line.strip_suffix('\r').unwrap_or(line).to_owned())
         }
+        // Set but empty is unset, as for the module: an empty PIN would spend one of the tries.
         None => match std::env::var(PIN_VARIABLE) {
-            Ok(value) => Zeroizing::new(value),
-            Err(_) => {
+            Ok(value) if !value.is_empty() => Zeroizing::new(value),
+            _ => {
                 return Err(Error::Usage(format!(
                     "{token} needs its PIN: add pin-source=file:/path/to/pin to the URI's query, or set {PIN_VARIABLE}"
                 )));

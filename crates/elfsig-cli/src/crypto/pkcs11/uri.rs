@@ -62,14 +62,23 @@ const UNSUPPORTED: &[&str] =
 
 impl Pkcs11Uri {
     /// Whether `key` (as given to `--key`) is a `pkcs11:` URI rather than a file.
+    /// The scheme is case-insensitive, as every URI scheme is: `PKCS11:…` is a URI too, never a
+    /// file name (a key written to, or read from, a file named after a URI with its PIN).
     pub fn is_uri(key: &std::ffi::OsStr) -> bool {
-        key.as_encoded_bytes().starts_with(SCHEME.as_bytes())
+        key.as_encoded_bytes().get(..SCHEME.len()).is_some_and(|start| start.eq_ignore_ascii_case(SCHEME.as_bytes()))
     }
 
     /// Parses `text`. Errors never quote a PIN.
     pub fn parse(text: &str) -> Result<Pkcs11Uri, String> {
-        let rest = text.strip_prefix(SCHEME).ok_or_else(|| format!("a PKCS#11 URI starts with {SCHEME}"))?;
+        let rest = text
+            .get(..SCHEME.len())
+            .filter(|start| start.eq_ignore_ascii_case(SCHEME))
+            .and_then(|_| text.get(SCHEME.len()..))
+            .ok_or_else(|| format!("a PKCS#11 URI starts with {SCHEME}"))?;
         let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        // A PIN with an unencoded `&` splits the query there, and what follows looks like an
+        // attribute's name: with a pin-value in the query, messages name no query attribute.
+        let hide_query_names = query.contains("pin-value");
         let mut uri = Pkcs11Uri::default();
         let mut seen: Vec<String> = Vec::new();
         let attributes = path.split(';').map(|a| (a, true)).chain(query.split('&').map(|a| (a, false)));
@@ -77,13 +86,18 @@ impl Pkcs11Uri {
             // Not quoted: a mistyped `pin-value` would show the PIN.
             let (name, value) =
                 attribute.split_once('=').ok_or("a PKCS#11 URI attribute has no value: each is name=value")?;
+            let shown = if in_path || !hide_query_names {
+                name
+            } else {
+                "(not named here, as it may be part of the PIN: write & in a pin-value as %26)"
+            };
             if seen.iter().any(|s| s == name) {
-                return Err(format!("PKCS#11 URI names {name} twice"));
+                return Err(format!("PKCS#11 URI names {shown} twice"));
             }
             seen.push(name.to_owned());
-            let bytes = decode(value).map_err(|e| format!("PKCS#11 URI attribute {name}: {e}"))?;
+            let bytes = decode(value).map_err(|e| format!("PKCS#11 URI attribute {shown}: {e}"))?;
             let text =
-                || String::from_utf8(bytes.clone()).map_err(|_| format!("PKCS#11 URI attribute {name} is not UTF-8"));
+                || String::from_utf8(bytes.clone()).map_err(|_| format!("PKCS#11 URI attribute {shown} is not UTF-8"));
             match (name, in_path) {
                 ("token", true) => uri.token = Some(text()?),
                 ("manufacturer", true) => uri.manufacturer = Some(text()?),
@@ -123,7 +137,7 @@ impl Pkcs11Uri {
                     ));
                 }
                 (name, true) => return Err(format!("unknown PKCS#11 URI path attribute {name}")),
-                (name, false) => return Err(format!("unknown PKCS#11 URI query attribute {name}")),
+                (_, false) => return Err(format!("unknown PKCS#11 URI query attribute {shown}")),
             }
         }
         if seen.iter().any(|s| s == "pin-value") && seen.iter().any(|s| s == "pin-source") {
@@ -268,6 +282,11 @@ mod tests {
         assert_eq!(Pkcs11Uri::parse("pkcs11:slot-id=7").unwrap().slot_id, Some(7));
         assert_eq!(Pkcs11Uri::parse("pkcs11:").unwrap(), Pkcs11Uri::default());
         assert_eq!(Pkcs11Uri::parse("pkcs11:token=a%3Bb").unwrap().token.as_deref(), Some("a;b"));
+        // Schemes are case-insensitive: never a file named like a URI.
+        assert_eq!(Pkcs11Uri::parse("PKCS11:token=t").unwrap().token.as_deref(), Some("t"));
+        for (key, is) in [("PKCS11:token=t", true), ("Pkcs11:", true), ("pkcs11", false), ("./pkcs11:x", false)] {
+            assert_eq!(Pkcs11Uri::is_uri(std::ffi::OsStr::new(key)), is, "{key}");
+        }
     }
 
     #[test]
@@ -277,8 +296,15 @@ mod tests {
         for shown in [uri.to_string(), format!("{uri:?}"), uri.describe_key()] {
             assert!(!shown.contains("s3cr3t"), "{shown}");
         }
-        for bad in ["pkcs11:token=t?pin-value=s3cr3t-1234&pin-value=s3cr3t-1234", "pkcs11:token=t?pin-values3cr3t-1234"]
-        {
+        // A PIN with an unencoded `&` (or `%`) in it: the rest would look like an attribute.
+        for bad in [
+            "pkcs11:token=t?pin-value=s3cr3t-1234&pin-value=s3cr3t-1234",
+            "pkcs11:token=t?pin-values3cr3t-1234",
+            "pkcs11:token=t?pin-value=12&s3cr3t=34",
+            "pkcs11:token=t?pin-value=12&s3cr3t=3%4",
+            "pkcs11:token=t?pin-value=12&s3cr3t=%ff&module-path=/m.so",
+            "pkcs11:token=t?pin-value=12&s3cr3t=1&s3cr3t=1",
+        ] {
             let error = Pkcs11Uri::parse(bad).unwrap_err();
             assert!(!error.contains("s3cr3t"), "{error}");
         }
