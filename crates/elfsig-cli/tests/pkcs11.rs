@@ -56,6 +56,11 @@ fn with_token(token: &SoftToken) -> assert_cmd::Command {
     command
 }
 
+/// `elfsig sign --key uri --cert cert file` with the token's configuration.
+fn sign(token: &SoftToken, uri: &str, cert: &Path, file: &Path) -> assert_cmd::assert::Assert {
+    with_token(token).args(["sign", "--key", uri, "--cert"]).arg(cert).arg(file).assert()
+}
+
 /// What `elfsig` wrote in the scratch directory that is named like a URI.
 fn uri_named_files(scratch: &Scratch) -> Vec<std::ffi::OsString> {
     let names = fs::read_dir(scratch.dir.path()).unwrap().map(|e| e.unwrap().file_name());
@@ -93,14 +98,7 @@ fn keys_made_on_the_token_sign_what_verify_accepts() {
         assert_eq!(uri_named_files(&scratch), Vec::<std::ffi::OsString>::new());
 
         let file = program(&scratch, &format!("prog-{algorithm}"));
-        with_token(&token)
-            .args(["sign", "--key"])
-            .arg(token.uri(algorithm))
-            .arg("--cert")
-            .arg(&cert)
-            .arg(&file)
-            .assert()
-            .success();
+        sign(&token, &token.uri(algorithm), &cert, &file).success();
         elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
         elfsig().arg("inspect").arg(&file).assert().success().stdout(contains(format!("signature:      {name} ")));
         // OpenSSL, which shares no code with elfsig, accepts what the token signed, and not
@@ -202,13 +200,7 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
         ),
     ];
     for (uri, says) in cases {
-        with_token(&token)
-            .args(["sign", "--key", &uri, "--cert"])
-            .arg(&cert)
-            .arg(&file)
-            .assert()
-            .failure()
-            .stderr(contains(says).and(no_pin()));
+        sign(&token, &uri, &cert, &file).failure().stderr(contains(says).and(no_pin()));
         assert_eq!(fs::read(&file).unwrap(), before, "{uri}");
     }
     // The PIN from the environment: wrong, or set but empty (taken as unset, not as a try).
@@ -231,22 +223,12 @@ fn refusals_name_what_is_wrong_and_leave_files_untouched() {
             "object=k on token 'elfsig-test' is an RSA key, which does not match the certificate's ECDSA P-256 key",
         ),
     ] {
-        with_token(&token)
-            .args(["sign", "--key", &token.uri("k"), "--cert"])
-            .arg(&other.cert)
-            .arg(&file)
-            .assert()
-            .failure()
-            .stderr(contains(says).and(no_pin()));
+        sign(&token, &token.uri("k"), &other.cert, &file).failure().stderr(contains(says).and(no_pin()));
     }
     assert_eq!(fs::read(&file).unwrap(), before);
     // A PIN with an unencoded `&`: the rest is not named, as it may be part of the PIN. (Not
     // the token's PIN, which no argv holds: a stand-in for its second half.)
-    with_token(&token)
-        .args(["sign", "--key", "pkcs11:token=elfsig-test;object=k?pin-value=47&half-of-a-pin=11", "--cert"])
-        .arg(&cert)
-        .arg(&file)
-        .assert()
+    sign(&token, "pkcs11:token=elfsig-test;object=k?pin-value=47&half-of-a-pin=11", &cert, &file)
         .failure()
         .stderr(contains("unknown PKCS#11 URI query attribute (not named here").and(contains("half-of-a-pin").not()));
     assert_eq!(fs::read(&file).unwrap(), before);
@@ -268,12 +250,7 @@ fn an_upper_case_scheme_is_a_token_not_a_file() {
         .stderr(contains("it stays on the token"));
     assert_eq!(uri_named_files(&scratch), Vec::<std::ffi::OsString>::new());
     let file = program(&scratch, "prog");
-    with_token(&token)
-        .args(["sign", "--key", &token.uri("k").replacen("pkcs11:", "Pkcs11:", 1), "--cert"])
-        .arg(&cert)
-        .arg(&file)
-        .assert()
-        .success();
+    sign(&token, &token.uri("k").replacen("pkcs11:", "Pkcs11:", 1), &cert, &file).success();
     elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
 }
 
@@ -310,17 +287,11 @@ fn tokens_with_one_label_are_told_apart_by_serial() {
         .assert()
         .success();
     let file = program(&scratch, "prog");
-    with_token(&token).args(["sign", "--key", &uri, "--cert"]).arg(&cert).arg(&file).assert().success();
+    sign(&token, &uri, &cert, &file).success();
     elfsig().arg("verify").arg("--cert").arg(&cert).arg(&file).assert().success();
     // The key is on that token only: the other serial has no such object.
     let other = token.uri("k").replace(";object=k", &format!(";serial={};object=k", serials[0]));
-    with_token(&token)
-        .args(["sign", "--key", &other, "--cert"])
-        .arg(&cert)
-        .arg(&file)
-        .assert()
-        .failure()
-        .stderr(contains("no private key object=k"));
+    sign(&token, &other, &cert, &file).failure().stderr(contains("no private key object=k"));
 }
 
 #[test]
@@ -369,11 +340,7 @@ fn a_locked_token_is_named_and_not_tried() {
     lock_user_pin(&scratch.path("hsm/tokens"));
     let file = program(&scratch, "prog");
     let before = fs::read(&file).unwrap();
-    with_token(&token)
-        .args(["sign", "--key", &token.uri("k"), "--cert"])
-        .arg(&cert)
-        .arg(&file)
-        .assert()
+    sign(&token, &token.uri("k"), &cert, &file)
         .failure()
         .stderr(contains("the user PIN of token 'elfsig-test' is locked").and(no_pin()));
     assert_eq!(fs::read(&file).unwrap(), before);
