@@ -36,6 +36,19 @@ pub const KERNEL_TOOLS: &[Need] = &[
 ];
 
 const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// C flags of the test kernels and of the modules built against them: no BTF type tags.
+/// clang 14 leaves the `rcu` type tag off a pointer in a few compilation units
+/// (kernel/locking/semaphore.o and kernel/module/kmod.o in 6.12.117: where `typeof` of an
+/// `__rcu` member comes first) where every other one has it, so vmlinux's BTF describes `struct
+/// file` (and most of the kernel with it) three times, and the verifier refuses the mapping
+/// guard's programs: a hook's `struct file` is not the copy the module's kfuncs take. Asking
+/// pahole to skip the tags is not enough: a module then holds two identical pointer types where
+/// the tags told them apart, and its BTF no longer deduplicates against vmlinux's. Without the
+/// tags in the DWARF, both are one. compiler_types.h leaves them out where `__BINDGEN__` is
+/// defined (for bindgen, which cannot read them), and nothing else reads that macro. Distribution
+/// kernels are not concerned: the module built for them follows their Kbuild.
+pub const NO_BTF_TYPE_TAGS: &str = "-D__BINDGEN__";
 const SOURCE_DIR: &str = "linux-source-6.12";
 
 /// A built kernel tree.
@@ -82,7 +95,7 @@ pub fn test_kernel(flavor: Flavor, builtin_cert: &Path) -> Result<Kernel> {
     let cert = fs::read(builtin_cert).map_err(|e| format!("cannot read {}: {e}", builtin_cert.display()))?;
     let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
     let mut key = Fnv::new();
-    key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert);
+    key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert).add(NO_BTF_TYPE_TAGS.as_bytes());
     for tool in
         [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"], &["pahole", "--version"]]
     {
@@ -142,8 +155,14 @@ fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
     make(&tree, &["olddefconfig"])?;
     check_config(&tree, &full_fragment)?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    make(&tree, &[&format!("-j{jobs}")])?;
+    make(&tree, &[&format!("-j{jobs}"), &format!("KCFLAGS={NO_BTF_TYPE_TAGS}")])?;
+    crate::btf::check_deduplicated(&tree.join("vmlinux"))?;
     fs::write(dir.join("built"), b"").map_err(|e| format!("cannot mark the build done: {e}"))
+}
+
+/// Whether `tree` is one of the test kernels this task builds (in the cache).
+pub fn is_test_kernel(tree: &Path) -> bool {
+    tree.starts_with(paths::cache().join("kernel"))
 }
 
 /// `make LLVM=1 ...` in the kernel tree, with cargo's tools (bindgen) on `PATH`.

@@ -62,8 +62,12 @@ pub fn build(tree: &Path, certs: &[u8], lints: Lints) -> Result<PathBuf> {
     }
     let mut args =
         vec![format!("M={}", kmod.display()), format!("ELFSIG_CERTS={}", certs_der.display()), "modules".to_owned()];
-    // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why).
+    // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why); against a test
+    // kernel, its C flags for BTF (kernel.rs).
     let mut kcflags = "-g0".to_owned();
+    if kernel::is_test_kernel(tree) {
+        kcflags = format!("{kcflags} {}", kernel::NO_BTF_TYPE_TAGS);
+    }
     if lints == Lints::Deny {
         check_format(tree, &kmod)?;
         // Clippy's verdicts are cached with the object: recompile the Rust crate to see them.
@@ -134,5 +138,6 @@ pub fn check_built_for(ko: &Path, release: &str) -> Result {
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
     let ko = build(&kernel.tree, &der_certificates(&keys.embedded())?, Lints::Deny)?;
+    crate::btf::check_module_deduplicated(&ko)?;
     Ok((kernel, ko))
 }

@@ -8,6 +8,7 @@
 #![allow(unreachable_pub)]
 
 mod bench;
+mod btf;
 mod chroot;
 mod cmd;
 mod debian_kernel;
