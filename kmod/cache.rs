@@ -3,7 +3,9 @@
 //! The verdict cache: which files verified, so that the next exec of an unchanged file costs one
 //! lookup.
 //!
-//! Entries are keyed by the file's identity (device, inode number, generation) and hold its
+//! Entries are keyed by the identity of the inode that holds the file's data (device, inode
+//! number, generation, file handle: a btrfs subvolume's inode numbers are every other one's)
+//! and hold its
 //! change stamp (change and modification times, size, `i_version`), the digest it verified with
 //! (so revocation still applies), whether it names an ELF interpreter (so that a cached static
 //! program needs no reading at all), whether it is a dynamic loader, and the epoch it was made
@@ -30,6 +32,7 @@ struct Slot {
     dev: AtomicU64,
     ino: AtomicU64,
     generation: AtomicU64,
+    handle: [AtomicU64; 3],
     ctime_ns: AtomicU64,
     mtime_ns: AtomicU64,
     size: AtomicU64,
@@ -72,6 +75,7 @@ impl Slot {
             dev: AtomicU64::new(0),
             ino: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            handle: [const { AtomicU64::new(0) }; 3],
             ctime_ns: AtomicU64::new(0),
             mtime_ns: AtomicU64::new(0),
             size: AtomicU64::new(0),
@@ -89,9 +93,7 @@ impl Slot {
         if before & 1 == 1 {
             return None;
         }
-        let same = self.dev.load(Ordering::Relaxed) == id.dev
-            && self.ino.load(Ordering::Relaxed) == id.ino
-            && self.generation.load(Ordering::Relaxed) == id.generation
+        let same = self.holds(id)
             && self.ctime_ns.load(Ordering::Relaxed) == id.ctime_ns as u64
             && self.mtime_ns.load(Ordering::Relaxed) == id.mtime_ns as u64
             && self.size.load(Ordering::Relaxed) == id.size
@@ -121,6 +123,11 @@ impl Slot {
         self.dev.load(Ordering::Relaxed) == id.dev
             && self.ino.load(Ordering::Relaxed) == id.ino
             && self.generation.load(Ordering::Relaxed) == id.generation
+            && self
+                .handle
+                .iter()
+                .zip(handle_words(id))
+                .all(|(word, value)| word.load(Ordering::Relaxed) == value)
     }
 
     /// Writes the slot unless another writer holds it.
@@ -143,6 +150,9 @@ impl Slot {
         self.dev.store(id.dev, Ordering::Relaxed);
         self.ino.store(id.ino, Ordering::Relaxed);
         self.generation.store(id.generation, Ordering::Relaxed);
+        for (word, value) in self.handle.iter().zip(handle_words(id)) {
+            word.store(value, Ordering::Relaxed);
+        }
         self.ctime_ns.store(id.ctime_ns as u64, Ordering::Relaxed);
         self.mtime_ns.store(id.mtime_ns as u64, Ordering::Relaxed);
         self.size.store(id.size, Ordering::Relaxed);
@@ -160,6 +170,13 @@ impl Slot {
         }
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
+}
+
+/// A file handle as three words.
+fn handle_words(id: &FileId) -> [u64; 3] {
+    let [a, b, c, d, e, f] = id.handle;
+    let word = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    [word(a, b), word(c, d), word(e, f)]
 }
 
 /// The cache.

@@ -9,6 +9,7 @@ use core::fmt::{self, Write};
 
 use kernel::prelude::*;
 
+use crate::filesystem::Untrusted;
 use crate::guard::Status;
 use crate::policy::STATE;
 use crate::text::Cursor;
@@ -29,7 +30,7 @@ pub(crate) struct ControlFile {
 pub(crate) const DIR: &core::ffi::CStr = c"elfsig";
 
 /// Every control file. The index of an entry is how the shim names it.
-pub(crate) static FILES: [ControlFile; 6] = [
+pub(crate) static FILES: [ControlFile; 8] = [
     // `enforce` or `permissive`; writable unless locked.
     ControlFile {
         name: c"mode",
@@ -67,12 +68,28 @@ pub(crate) static FILES: [ControlFile; 6] = [
         write: Some(write_loader),
     },
     // The mapping guard: `active`, `attached`, `detached` or `unavailable: <why>`. elfsig-guard
-    // writes `attach FD FD FD` (its BPF links); `release` drops them, refused while locked.
+    // writes `attach FD...` (its BPF links); `release` drops them, refused while locked.
     ControlFile {
         name: c"guard",
         mode: 0o600,
         read: Some(read_guard),
         write: Some(write_guard),
+    },
+    // Files on mounts the kernel does not trust (a user namespace's, FUSE): `refuse` (the
+    // default) or `verify` (every time, never cached); `verify` is refused while locked.
+    ControlFile {
+        name: c"untrusted",
+        mode: 0o600,
+        read: Some(read_untrusted),
+        write: Some(write_untrusted),
+    },
+    // What applies where: the filesystems whose verdicts are cached, the rest verified every
+    // time, untrusted mounts, memfds (filesystem.rs).
+    ControlFile {
+        name: c"filesystems",
+        mode: 0o400,
+        read: Some(read_filesystems),
+        write: None,
     },
 ];
 
@@ -103,6 +120,12 @@ impl Toggle {
 pub(crate) const MODE: Toggle = Toggle {
     on: "enforce",
     off: "permissive",
+};
+
+/// `untrusted`: whether files on mounts the kernel does not trust are refused (or verified).
+pub(crate) const UNTRUSTED: Toggle = Toggle {
+    on: "refuse",
+    off: "verify",
 };
 
 /// `loader`: whether running the dynamic loader directly is refused.
@@ -139,7 +162,24 @@ fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
     STATE.stats.snapshot().write_to(out)?;
     writeln!(out, "cache_used {}", STATE.cache.used())?;
     let active = STATE.guard.status() == Status::Active;
-    writeln!(out, "mmap_guard_active {}", u8::from(active))
+    writeln!(out, "mmap_guard_active {}", u8::from(active))?;
+    writeln!(out, "execs_pending {}", crate::pending::count())
+}
+
+fn read_untrusted(out: &mut Cursor<'_>) -> fmt::Result {
+    UNTRUSTED.show(out, STATE.untrusted() == Untrusted::Refuse)
+}
+
+fn write_untrusted(word: &[u8]) -> Result {
+    STATE.set_untrusted(if UNTRUSTED.parse(word)? {
+        Untrusted::Refuse
+    } else {
+        Untrusted::Verify
+    })
+}
+
+fn read_filesystems(out: &mut Cursor<'_>) -> fmt::Result {
+    crate::filesystem::describe(out, STATE.untrusted())
 }
 
 fn write_flush(_: &[u8]) -> Result {

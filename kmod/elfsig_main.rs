@@ -19,6 +19,7 @@ pub mod elfsig_core;
 
 mod cache;
 mod control;
+mod filesystem;
 mod glue;
 mod guard;
 mod interpreter;
@@ -44,6 +45,7 @@ struct Elfsig {
     _guard: guard_glue::Links,
     _binfmt: binfmt::Registration,
     _exec_end: exec_end::Probe,
+    _pending: glue::pending::Table,
     _control: securityfs::ControlDir,
     _faults: file::FaultInjection,
     _keyring: keys::ModuleKeyring,
@@ -53,7 +55,7 @@ struct Elfsig {
 impl kernel::Module for Elfsig {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let params = module::params();
-        STATE.configure(params.mode, params.deny_loader)?;
+        STATE.configure(params.mode, params.untrusted, params.deny_loader)?;
         let sha256 = crypto::Transform::alloc()?;
         let keyring = keys::ModuleKeyring::create()?;
         load_embedded_certs(&keyring)?;
@@ -84,6 +86,7 @@ impl kernel::Module for Elfsig {
             _guard: guard_glue::Links::new(),
             _binfmt: binfmt,
             _exec_end: exec_end,
+            _pending: glue::pending::Table::new(),
             _control: control,
             _faults: faults,
             _keyring: keyring,

@@ -14,6 +14,7 @@ pub(crate) mod file;
 pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod module;
+pub(crate) mod pending;
 pub(crate) mod securityfs;
 
 use kernel::error::Error;

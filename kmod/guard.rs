@@ -83,7 +83,7 @@ impl Guard {
         }
     }
 
-    /// Applies a write to the `guard` control file: `attach FD FD FD` takes the links behind the
+    /// Applies a write to the `guard` control file: `attach FD...` takes the links behind the
     /// writer's descriptors (one program on each hook, all or none); `release` drops them,
     /// refused while `locked`.
     pub(crate) fn command(&self, input: &[u8], locked: bool) -> Result {
@@ -96,7 +96,7 @@ impl Guard {
                     return Err(ENODEV);
                 }
                 // One more slot than there are hooks, so that too many descriptors are refused.
-                let mut fds = [-1i32; 4];
+                let mut fds = [-1i32; guard::HOOKS + 1];
                 let mut count = 0;
                 for word in words {
                     *fds.get_mut(count).ok_or(EINVAL)? = parse_fd(word)?;

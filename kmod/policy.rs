@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The decisions: an exec (the program and its ELF interpreter) and, with the mapping guard, a
-//! file mapped executable, both through the same verdict cache; refuse or, in permissive mode,
-//! log and allow. Also the mode, the dynamic loader policy and the lock.
+//! The decisions: an exec (the program and its ELF interpreter), an
+//! `execveat(AT_EXECVE_CHECK)`, and, with the mapping guard, a file mapped executable, all
+//! through the same verdict cache; refuse or, in permissive mode, log and allow. Also opening
+//! for writing a file mapped executable, the mode, the dynamic loader policy, what applies to
+//! untrusted mounts, and the lock.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,13 +13,14 @@ use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 use crate::cache::{Cache, Entry};
-use crate::elfsig_core::{Detail, Reason};
-use crate::glue::file::{FileId, FileRef};
+use crate::elfsig_core::{Detail, ReadSomeAt, Reason};
+use crate::filesystem::{self, Keeping, Untrusted};
+use crate::glue::file::{ExecFile, FileId, FileRef};
 use crate::glue::module;
 use crate::glue::{audit, exec_end};
 use crate::guard::Guard;
 use crate::interpreter;
-use crate::pending::Pending;
+use crate::pending::Expecting;
 use crate::stats::Stats;
 use crate::text::Message;
 use crate::verify::{self, Failure, Verified};
@@ -26,18 +29,17 @@ use crate::verify::{self, Failure, Verified};
 /// context pointer.
 pub(crate) static STATE: State = State::new();
 
-/// Mode, loader policy, lock, counters, the verdict cache, the execs under way and the mapping
+/// Mode, loader policy, untrusted mounts, lock, counters, the verdict cache and the mapping
 /// guard.
 pub(crate) struct State {
     enforce: AtomicBool,
     deny_loader: AtomicBool,
+    verify_untrusted: AtomicBool,
     locked: AtomicBool,
     /// The counters.
     pub(crate) stats: Stats,
     /// The verdict cache.
     pub(crate) cache: Cache,
-    /// What each exec under way expects as its ELF interpreter.
-    pub(crate) pending: Pending,
     /// The mapping guard.
     pub(crate) guard: Guard,
 }
@@ -47,10 +49,10 @@ impl State {
         State {
             enforce: AtomicBool::new(true),
             deny_loader: AtomicBool::new(false),
+            verify_untrusted: AtomicBool::new(false),
             locked: AtomicBool::new(false),
             stats: Stats::new(),
             cache: Cache::new(),
-            pending: Pending::new(),
             guard: Guard::new(),
         }
     }
@@ -76,6 +78,26 @@ impl State {
         Ok(())
     }
 
+    /// What applies to files on mounts the kernel does not trust.
+    pub(crate) fn untrusted(&self) -> Untrusted {
+        if self.verify_untrusted.load(Ordering::Acquire) {
+            Untrusted::Verify
+        } else {
+            Untrusted::Refuse
+        }
+    }
+
+    /// Refuses files on untrusted mounts, or verifies them every time; allowing them is
+    /// refused while locked.
+    pub(crate) fn set_untrusted(&self, untrusted: Untrusted) -> Result {
+        let verify = untrusted == Untrusted::Verify;
+        if verify && self.locked() {
+            return Err(EPERM);
+        }
+        self.verify_untrusted.store(verify, Ordering::Release);
+        Ok(())
+    }
+
     /// Whether the mode is locked to enforce until reboot.
     pub(crate) fn locked(&self) -> bool {
         self.locked.load(Ordering::Acquire)
@@ -94,8 +116,9 @@ impl State {
     }
 
     /// Enforces until reboot: the mode cannot be changed, a loader policy of `deny` cannot be
-    /// relaxed, the mapping guard cannot be released, and the module cannot be unloaded. Cannot fail, so that module init takes it
-    /// last, once nothing else can fail.
+    /// relaxed nor untrusted mounts allowed, the mapping guard cannot be released, and the
+    /// module cannot be unloaded. Cannot fail, so that module init takes it last, once nothing
+    /// else can fail.
     pub(crate) fn lock(&self) {
         // Enforcing is never refused.
         let _ = self.set_enforcing(true);
@@ -105,13 +128,21 @@ impl State {
         }
     }
 
-    /// Applies the `mode` and `deny_loader` module parameters (`lock` is applied last, by
-    /// module init).
-    pub(crate) fn configure(&self, mode: &[u8], deny_loader: bool) -> Result {
+    /// Applies the `mode`, `untrusted` and `deny_loader` module parameters (`lock` is applied
+    /// last, by module init).
+    pub(crate) fn configure(&self, mode: &[u8], untrusted: &[u8], deny_loader: bool) -> Result {
         let enforce = crate::control::MODE
             .parse(mode)
             .inspect_err(|_| pr_err!("mode must be enforce or permissive\n"))?;
         self.set_enforcing(enforce)?;
+        let untrusted = crate::control::UNTRUSTED
+            .parse(untrusted)
+            .inspect_err(|_| pr_err!("untrusted must be refuse or verify\n"))?;
+        self.set_untrusted(if untrusted {
+            Untrusted::Refuse
+        } else {
+            Untrusted::Verify
+        })?;
         self.set_deny_loader(deny_loader)
     }
 }
@@ -125,14 +156,17 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     }
     let exec = exec_end::current_exec();
     let (mut name, mut unverified_name) = (KVec::new(), KVec::new());
-    let interpreter = match check_program(file, &mut name) {
-        Ok(interpreter) => interpreter,
+    let (interpreter, program) = match check_program(file, &mut name) {
+        Ok((interpreter, id)) => (interpreter, Some(id)),
         Err(failure) if report(file, failure, Access::Exec) => return refuse(exec),
         // Permissive: the interpreter is checked all the same, so that one run lists
         // everything that would be refused.
-        Err(_) => verify::exec_info(file, &mut unverified_name)
-            .ok()
-            .and_then(|exec| exec.interpreter),
+        Err(_) => (
+            verify::exec_info(file, &mut unverified_name)
+                .ok()
+                .and_then(|exec| exec.interpreter),
+            None,
+        ),
     };
     let (expected, verdict) = interpreter::check(interpreter);
     if let Err(failure) = verdict {
@@ -140,7 +174,11 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
             return refuse(exec);
         }
     }
-    if let Err(failure) = interpreter::record(exec, expected) {
+    let expecting = Expecting {
+        interpreter: expected,
+        stacked_program: program.filter(|id| id.has(crate::glue::file::Facts::STACKED)),
+    };
+    if let Err(failure) = interpreter::record(exec, &expecting) {
         if report(file, failure, Access::Exec) {
             return refuse(exec);
         }
@@ -149,11 +187,102 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     ENOEXEC.to_errno()
 }
 
+/// How many nested `#!` scripts an exec follows (binfmt_script's `BINPRM_MAX_RECURSION`).
+const MAX_SCRIPTS: u32 = 4;
+
+/// What execve returns for scripts nested deeper (`-ELOOP`, which the kernel crate lacks).
+const ELOOP: c_int = -40;
+
+/// How much of a file binfmt_script reads to find the interpreter (`BINPRM_BUF_SIZE`).
+const HEAD: usize = 256;
+
+/// Decides an `execveat(AT_EXECVE_CHECK)` of `file` (the guard's `bprm_creds_for_exec`
+/// program): what an `execve` of it would meet. The kernel runs no binfmt handler for it, so the
+/// checks are the handler's, without recording anything for an exec end that will not come: an
+/// ELF program and the interpreter it names; for a `#!` script, the interpreter it names, as
+/// binfmt_script finds it (nested scripts too); anything else passes, as the handler lets it
+/// pass. 0 when `execve` would run it, else an errno (`EACCES` for a refusal).
+pub(crate) fn check_exec_query(file: FileRef<'_>) -> c_int {
+    let mut script_interpreter: Option<ExecFile> = None;
+    let mut depth = 0u32;
+    loop {
+        let current = script_interpreter.as_ref().map_or(file, ExecFile::file);
+        let mut head = [0u8; HEAD];
+        let mut reader = current;
+        let len = match reader.read_some_at(0, &mut head) {
+            Ok(len) => len,
+            Err(_) => return EIO.to_errno(),
+        };
+        let head = head.get(..len).unwrap_or(&[]);
+        if head.starts_with(b"\x7fELF") {
+            return check_queried_program(current);
+        }
+        let mut path = [0u8; HEAD];
+        let Some(path) = script(head, &mut path) else {
+            return 0;
+        };
+        if depth >= MAX_SCRIPTS {
+            return ELOOP;
+        }
+        depth = depth.saturating_add(1);
+        match ExecFile::open(path) {
+            Ok(next) => script_interpreter = Some(next),
+            Err(e) => return e.to_errno(),
+        }
+    }
+}
+
+/// The program of an `execveat(AT_EXECVE_CHECK)`: checked as the exec handler checks one.
+fn check_queried_program(file: FileRef<'_>) -> c_int {
+    let mut name = KVec::new();
+    let verdict = check_program(file, &mut name).and_then(|(interpreter, _)| {
+        interpreter::check(interpreter)
+            .1
+            .map_err(Failure::in_interpreter)
+    });
+    match verdict {
+        Err(failure) if report(file, failure, Access::Check) => EACCES.to_errno(),
+        _ => 0,
+    }
+}
+
+/// The interpreter a `#!` script names in its first bytes `head`, as binfmt_script reads it,
+/// NUL-terminated in `out`; `None` when `head` is no script execve would run. (No `split`,
+/// `position` or `KVec::push`: their index arithmetic brings overflow panics into the module.)
+fn script<'b>(head: &[u8], out: &'b mut [u8; HEAD]) -> Option<&'b CStr> {
+    let rest = head.strip_prefix(b"#!")?;
+    // Without a newline in the buffer, binfmt_script wants the name to end within it.
+    let complete = rest.contains(&b'\n') || head.len() < HEAD;
+    let blank = |b: &u8| *b == b' ' || *b == b'\t';
+    let mut ended = false;
+    let name = rest
+        .iter()
+        .take_while(|b| **b != b'\n')
+        .skip_while(|b| blank(b))
+        .take_while(|b| {
+            ended = blank(b) || **b == 0;
+            !ended
+        });
+    *out = [0; HEAD];
+    let mut named = false;
+    // The name is shorter than `rest`, itself shorter than `out`: a NUL stays after it.
+    for (slot, b) in out.iter_mut().zip(name) {
+        *slot = *b;
+        named = true;
+    }
+    if !named || !(complete || ended) {
+        return None;
+    }
+    CStr::from_bytes_until_nul(out).ok()
+}
+
 /// What a refusal refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Access {
     /// Running the file (or a program naming it as ELF interpreter).
     Exec,
+    /// Asking whether it may run (`execveat(AT_EXECVE_CHECK)`).
+    Check,
     /// Mapping it executable.
     Mmap,
     /// Making a mapping of it executable.
@@ -165,6 +294,7 @@ impl Access {
     fn op(self) -> &'static core::ffi::CStr {
         match self {
             Access::Exec => c"elfsig_exec",
+            Access::Check => c"elfsig_execve_check",
             Access::Mmap => c"elfsig_mmap",
             Access::Mprotect => c"elfsig_mprotect",
         }
@@ -174,6 +304,7 @@ impl Access {
     fn prefix(self) -> &'static core::ffi::CStr {
         match self {
             Access::Exec => c"",
+            Access::Check => c"execveat(AT_EXECVE_CHECK) of ",
             Access::Mmap => c"mmap of ",
             Access::Mprotect => c"mprotect of ",
         }
@@ -202,56 +333,104 @@ fn refuse(exec: exec_end::Exec) -> c_int {
     EACCES.to_errno()
 }
 
+/// Decides opening `file` for writing while a process maps it executable (the guard's
+/// `file_open` program): refused with `ETXTBSY`, as writing a running program is, so that no
+/// one changes the code of a library or a program under the processes that run it (in
+/// permissive mode, logged and allowed). Counted, logged and audited.
+pub(crate) fn check_write(file: FileRef<'_>) -> c_int {
+    Stats::add(&STATE.stats.writes_refused, 1);
+    let enforced = STATE.enforcing();
+    file.log_refusal(c"opening for writing ", c"mapped executable", enforced);
+    audit::refusal(file, c"elfsig_write", c"mapped_executable", None, enforced);
+    if enforced {
+        ETXTBSY.to_errno()
+    } else {
+        0
+    }
+}
+
 /// Checks a program; returns the ELF interpreter it names (which binfmt_elf opens directly,
-/// past every binfmt handler). A cached program costs one lookup (and, when it is dynamically
-/// linked, reading its interpreter's name); only what is not cached is read and hashed. A
-/// dynamic loader run directly is refused when the policy says so.
+/// past every binfmt handler) and the identity of its real file as checked. A cached program
+/// costs one lookup (and, when it is dynamically linked, reading its interpreter's name); only
+/// what is not cached is read and hashed. A dynamic loader run directly is refused when the
+/// policy says so.
 fn check_program<'n>(
     file: FileRef<'_>,
     name: &'n mut KVec<u8>,
-) -> Result<Option<&'n CStr>, Failure> {
+) -> Result<(Option<&'n CStr>, FileId), Failure> {
     Stats::add(&STATE.stats.checked, 1);
     match lookup(file)? {
-        Lookup::Hit(entry) => {
+        Lookup::Hit(entry, id) => {
             loader_allowed(entry.loader)?;
             if !entry.has_interpreter {
-                return Ok(None);
+                return Ok((None, id));
             }
-            Ok(verify::exec_info(file, name)?.interpreter)
+            Ok((verify::exec_info(file, name)?.interpreter, id))
         }
-        Lookup::Miss(id, epoch) => {
-            let verified = verify_into_cache(file, &id, epoch, name)?;
+        Lookup::Miss(miss) => {
+            let (verified, id) = verify_into_cache(file, miss, name)?;
             loader_allowed(verified.exec.loader)?;
-            Ok(verified.exec.interpreter)
+            Ok((verified.exec.interpreter, id))
         }
     }
 }
 
-/// What the verdict cache says of a file.
-enum Lookup {
-    /// It verified, and has not changed since.
-    Hit(Entry),
-    /// Not cached: its identity and the cache's epoch, taken before verifying it.
-    Miss(FileId, u64),
+/// Checks a file through the cache, as a program is checked but for the loader policy (an ELF
+/// interpreter, a file mapped executable); returns the identity of its real file as checked.
+pub(crate) fn check_file(file: FileRef<'_>, name: &mut KVec<u8>) -> Result<FileId, Failure> {
+    match lookup(file)? {
+        Lookup::Hit(_, id) => Ok(id),
+        Lookup::Miss(miss) => verify_into_cache(file, miss, name).map(|(_, id)| id),
+    }
 }
 
-/// Looks `file` up in the verdict cache. A cached verdict stands unless its digest has been
-/// revoked since.
+/// What the cache says of a file.
+enum Lookup {
+    /// It verified, and has not changed since.
+    Hit(Entry, FileId),
+    /// Not cached: verify it.
+    Miss(Miss),
+}
+
+/// A file to verify: its identity as looked up, how its verdict may be kept, and the cache's
+/// epoch, taken before verifying it.
+struct Miss {
+    keeping: Keeping,
+    epoch: u64,
+}
+
+/// Looks `file` up in the verdict cache, where its filesystem lets a verdict be kept
+/// ([`filesystem::admit`], which refuses what may not be checked at all). A cached verdict
+/// stands unless its digest has been revoked since.
 fn lookup(file: FileRef<'_>) -> Result<Lookup, Failure> {
     let stats = &STATE.stats;
     let id = file.id();
+    let keeping = filesystem::admit(&id, STATE.untrusted())?;
     let epoch = STATE.cache.epoch();
-    match STATE.cache.lookup(&id, epoch) {
-        Some(entry) => {
+    if keeping == Keeping::Cache {
+        if let Some(entry) = STATE.cache.lookup(&id, epoch) {
             Stats::add(&stats.cache_hits, 1);
             not_revoked_since_cached(&entry.digest)?;
-            Ok(Lookup::Hit(entry))
-        }
-        None => {
-            Stats::add(&stats.cache_misses, 1);
-            Ok(Lookup::Miss(id, epoch))
+            return Ok(Lookup::Hit(entry, id));
         }
     }
+    Stats::add(&stats.cache_misses, 1);
+    Ok(Lookup::Miss(Miss { keeping, epoch }))
+}
+
+/// What the cache says of the file `id` names (found by path, not opened), where its
+/// filesystem lets a verdict be kept: `None` when it must be opened and checked.
+pub(crate) fn cached(id: &FileId) -> Option<Entry> {
+    match filesystem::admit(id, STATE.untrusted()) {
+        Ok(Keeping::Cache) => STATE.cache.lookup(id, STATE.cache.epoch()),
+        _ => None,
+    }
+}
+
+/// Whether a change to the file `id` names is sure to change its identity or stamp: what the
+/// end of an exec relies on to tell that the interpreter mapped is the one checked.
+pub(crate) fn keeps_stamp(id: &FileId) -> bool {
+    matches!(filesystem::admit(id, STATE.untrusted()), Ok(Keeping::Cache))
 }
 
 /// Whether a cached verdict's digest is still not revoked. While the guard runs, its key hook
@@ -272,19 +451,26 @@ pub(crate) fn revocation_added() {
     STATE.cache.flush();
 }
 
-/// Verifies a file the cache missed, and caches the verdict when its identity would show any
-/// later change.
+/// Verifies a file the cache missed, with writers to its real inode refused meanwhile, and
+/// caches the verdict where its filesystem lets it be kept. Returns it with the identity and
+/// stamp the file had while it was verified.
 fn verify_into_cache<'n>(
     file: FileRef<'_>,
-    id: &FileId,
-    epoch: u64,
+    miss: Miss,
     name: &'n mut KVec<u8>,
-) -> Result<Verified<'n>, Failure> {
+) -> Result<(Verified<'n>, FileId), Failure> {
+    // Exec denies writes to the inode it opened; under overlayfs the data is another inode's.
+    let _writers_refused = file
+        .deny_writes()
+        .map_err(|_| Failure::new(Reason::OpenForWriting))?;
+    // What the verdict is about: the file as it is now that no one can write it.
+    let id = file.id();
+    let keeping = filesystem::admit(&id, STATE.untrusted())?;
     let verified = timed_verify(file, name)?;
-    if id.cacheable {
-        STATE.cache.insert(id, epoch, &Entry::of(&verified));
+    if keeping == Keeping::Cache && miss.keeping == Keeping::Cache {
+        STATE.cache.insert(&id, miss.epoch, &Entry::of(&verified));
     }
-    Ok(verified)
+    Ok((verified, id))
 }
 
 /// Decides a file mapped with `PROT_EXEC` (the guard's `mmap_file` program, before the mapping
@@ -303,11 +489,7 @@ pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
     let stats = &STATE.stats;
     Stats::add(&stats.mmap_checked, 1);
     let mut name = KVec::new();
-    let verdict = match lookup(file) {
-        Ok(Lookup::Miss(id, epoch)) => verify_into_cache(file, &id, epoch, &mut name).map(|_| ()),
-        other => other.map(|_| ()),
-    };
-    if let Err(failure) = verdict {
+    if let Err(failure) = check_file(file, &mut name) {
         if report(file, failure, Access::Mmap) {
             Stats::add(&stats.mmap_denied, 1);
             return EACCES.to_errno();

@@ -30,6 +30,12 @@ pub(crate) struct Stats {
     pub(crate) cache_misses: AtomicU64,
     /// Execs whose mapped ELF interpreter was not the file checked for them.
     pub(crate) interpreter_replaced: AtomicU64,
+    /// Execs whose stacked program's real file (overlayfs) changed or was opened for writing
+    /// between the check and the end of the exec.
+    pub(crate) program_replaced: AtomicU64,
+    /// Files opened for writing while mapped executable (refused, or logged in permissive
+    /// mode).
+    pub(crate) writes_refused: AtomicU64,
     /// Bytes hashed.
     pub(crate) bytes_hashed: AtomicU64,
     /// Time spent verifying, in ns.
@@ -55,12 +61,12 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 13],
+    values: [u64; 15],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 13] = [
+const NAMES: [&str; 15] = [
     "checked",
     "allowed",
     "denied",
@@ -70,6 +76,8 @@ const NAMES: [&str; 13] = [
     "cache_hits",
     "cache_misses",
     "interpreter_replaced",
+    "program_replaced",
+    "writes_refused",
     "bytes_hashed",
     "verify_ns",
     "memory",
@@ -89,6 +97,8 @@ impl Stats {
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             interpreter_replaced: AtomicU64::new(0),
+            program_replaced: AtomicU64::new(0),
+            writes_refused: AtomicU64::new(0),
             bytes_hashed: AtomicU64::new(0),
             verify_ns: AtomicU64::new(0),
             memory: AtomicU64::new(0),
@@ -138,6 +148,8 @@ impl Stats {
                 &self.cache_hits,
                 &self.cache_misses,
                 &self.interpreter_replaced,
+                &self.program_replaced,
+                &self.writes_refused,
                 &self.bytes_hashed,
                 &self.verify_ns,
                 &self.memory,

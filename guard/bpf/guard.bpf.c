@@ -5,11 +5,13 @@
  * elfsig-guard (src/main.rs) loads and attaches them, and hands their links to the module.
  *
  * The programs only choose what to ask about; the module decides, counts and logs, in enforce
- * and permissive mode alike. A third program tells the module of revocations.
+ * and permissive mode alike. A third program tells the module of revocations, a fourth asks it
+ * about execveat(AT_EXECVE_CHECK), a fifth about opening a file for writing.
  */
 
 #include "types.h"
 
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -20,6 +22,18 @@
 extern int elfsig_kfunc_mmap_file(struct file *file) __ksym;
 extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma) __ksym;
 extern void elfsig_kfunc_key_added(struct key *key) __ksym;
+extern int elfsig_kfunc_exec_check(struct file *file) __ksym;
+extern int elfsig_kfunc_file_open(struct file *file) __ksym;
+
+/* An errno the module returned, bounded as the verifier wants an LSM program's result. */
+static __always_inline int elfsig_errno(int ret, int otherwise)
+{
+	if (ret >= 0)
+		return 0;
+	if (ret < -MAX_ERRNO)
+		return otherwise;
+	return ret;
+}
 
 /*
  * A file mapped with PROT_EXEC: binfmt_elf mapping a program and its interpreter, ld.so mapping
@@ -67,6 +81,36 @@ int BPF_PROG(elfsig_key_post_create_or_update, struct key *keyring, struct key *
 	if (key)
 		elfsig_kfunc_key_added(key);
 	return 0;
+}
+
+/*
+ * execveat(AT_EXECVE_CHECK) (Linux 6.14 and later): the kernel returns right after this hook,
+ * before any binfmt handler, so the module's exec check would never see it. The module
+ * answers as execve would. Other execs pass: the binfmt handler checks them. Kernels without
+ * the flag have no is_check field, and the program only ever lets execs pass there.
+ */
+SEC("lsm.s/bprm_creds_for_exec")
+int BPF_PROG(elfsig_bprm_creds_for_exec, struct linux_binprm *bprm, int ret)
+{
+	if (ret)
+		return ret;
+	if (!bpf_core_field_exists(bprm->is_check) || !BPF_CORE_READ_BITFIELD(bprm, is_check))
+		return 0;
+	return elfsig_errno(elfsig_kfunc_exec_check(bprm->file), -EACCES);
+}
+
+/*
+ * A file opened for writing: the module refuses it (ETXTBSY) while a process maps the file
+ * executable, as the kernel refuses writing a running program. Other opens pass at once.
+ */
+SEC("lsm.s/file_open")
+int BPF_PROG(elfsig_file_open, struct file *file, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(file->f_mode & FMODE_WRITE))
+		return 0;
+	return elfsig_errno(elfsig_kfunc_file_open(file), -ETXTBSY);
 }
 
 char LICENSE[] SEC("license") = "GPL";

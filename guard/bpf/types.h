@@ -27,6 +27,13 @@ enum bpf_map_type { BPF_MAP_TYPE_UNSPEC = 0 };
  * module's BTF, where struct file is a structure, and a declaration is not compatible with it.
  */
 struct file {
+	unsigned int f_mode;
+} __attribute__((preserve_access_index));
+
+/* is_check: Linux 6.14 and later (bpf_core_field_exists tells). */
+struct linux_binprm {
+	struct file *file;
+	unsigned int is_check:1;
 } __attribute__((preserve_access_index));
 
 struct key {
@@ -40,7 +47,11 @@ struct vm_area_struct {
 /* include/uapi/asm-generic/mman-common.h and include/linux/mm.h */
 #define PROT_EXEC 0x4
 #define VM_EXEC 0x00000004
-/* include/uapi/asm-generic/errno-base.h */
+/* include/linux/fs.h */
+#define FMODE_WRITE 0x2
+/* include/uapi/asm-generic/errno-base.h and include/linux/err.h */
 #define EACCES 13
+#define ETXTBSY 26
+#define MAX_ERRNO 4095
 
 #endif

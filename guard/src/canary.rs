@@ -10,11 +10,14 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 const CONTENT: &[u8] = b"elfsig-guard canary: not a signed ELF file\n";
 
-/// Maps an unsigned in-memory file executable; returns whether that was refused (`EACCES`).
+/// Maps an unsigned in-memory file executable; returns whether that was refused (`EACCES`). The
+/// file is sealed against writes, as the module wants a memfd to be before it looks at its
+/// contents: the refusal shows that the module verified it (`malformed_elf`), not only that it
+/// refuses unsealed memfds.
 pub(crate) fn executable_mapping_refused() -> Result<bool, String> {
     let name: &CStr = c"elfsig-guard-canary";
     // SAFETY: a NUL-terminated name and flags; the return value is checked.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         return Err(format!("cannot create the canary file: {}", std::io::Error::last_os_error()));
     }
@@ -23,6 +26,11 @@ pub(crate) fn executable_mapping_refused() -> Result<bool, String> {
     let mut file = std::fs::File::from(fd);
     file.write_all(CONTENT).map_err(|e| format!("cannot write the canary file: {e}"))?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: fcntl on the descriptor just made, with an integer argument.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(format!("cannot seal the canary file: {}", std::io::Error::last_os_error()));
+    }
     // SAFETY: a new private mapping chosen by the kernel, of a file open for reading; unmapped
     // below and never accessed.
     let addr = unsafe {

@@ -2,7 +2,8 @@
 //!
 //! The module checks every exec by itself; a loadable module cannot register LSM hooks, so the
 //! checks of executable file mappings (shared libraries, `dlopen`, `LD_PRELOAD`, `ld.so
-//! ./program`) come from two BPF LSM programs (`bpf/guard.bpf.c`) that call into the module.
+//! ./program`), of `execveat(AT_EXECVE_CHECK)` and of files opened for writing while mapped
+//! executable come from BPF LSM programs (`bpf/guard.bpf.c`) that call into the module.
 //! This program loads and attaches them, hands their links to the module, which keeps them (so
 //! the guard outlives this program and, once the module is locked, cannot be removed), and
 //! proves the guard works with a canary: an unsigned file mapped executable must be refused.
@@ -24,8 +25,9 @@ mod skel {
 
 const USAGE: &str = "usage: elfsig-guard [status]
 
-Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect and
-key_post_create_or_update) and hands it to the elfsig kernel module, which must be loaded. Needs
+Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
+key_post_create_or_update, bprm_creds_for_exec and file_open) and hands it to the elfsig kernel
+module, which must be loaded. Needs
 root, and bpf among the kernel's active LSMs. `status` prints the guard's state and attaches
 nothing.";
 
@@ -82,10 +84,17 @@ fn attach() -> Result<(), String> {
         .elfsig_key_post_create_or_update
         .attach_lsm()
         .map_err(|e| format!("cannot attach to key_post_create_or_update: {e}"))?;
-    let links = [&mmap_link, &mprotect_link, &key_link];
+    let check_link = loaded
+        .progs
+        .elfsig_bprm_creds_for_exec
+        .attach_lsm()
+        .map_err(|e| format!("cannot attach to bprm_creds_for_exec: {e}"))?;
+    let open_link =
+        loaded.progs.elfsig_file_open.attach_lsm().map_err(|e| format!("cannot attach to file_open: {e}"))?;
+    let links = [&mmap_link, &mprotect_link, &key_link, &check_link, &open_link];
     control::hand_over(&links.map(|l| l.as_fd().as_raw_fd()))?;
     // The module holds the links now: closing ours detaches nothing.
-    drop((mmap_link, mprotect_link, key_link, loaded));
+    drop((mmap_link, mprotect_link, key_link, check_link, open_link, loaded));
 
     let refused = canary::executable_mapping_refused()?;
     let enforcing = control::enforcing()?;

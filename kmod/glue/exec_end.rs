@@ -16,7 +16,11 @@ extern "C" {
     fn elfsig_shim_exec_end_register() -> c_int;
     fn elfsig_shim_exec_end_unregister();
     fn elfsig_shim_current_exec(task: *mut usize, exec_id: *mut u64);
-    fn elfsig_shim_mapped_interpreter(program: *mut RawFile, id: *mut FileId) -> c_int;
+    fn elfsig_shim_mapped_files(
+        program: *mut RawFile,
+        program_id: *mut FileId,
+        interpreter_id: *mut FileId,
+    ) -> c_int;
     fn elfsig_shim_kill_current();
 }
 
@@ -60,18 +64,34 @@ pub(crate) fn current_exec() -> Exec {
     Exec { task, count }
 }
 
-/// The identity of the ELF interpreter the current task's new image maps besides `program`,
-/// or `None` when it maps no other file. Fails with `EAGAIN` when the address space is locked
-/// by someone else and `EMLINK` when more than one other file is mapped. Does not sleep.
-pub(crate) fn mapped_interpreter(program: FileRef<'_>) -> Result<Option<FileId>> {
-    let mut id = FileId::default();
-    // SAFETY: `program` is open (the type's invariant); `id` is a valid `struct elfsig_file_id`.
-    match unsafe { elfsig_shim_mapped_interpreter(program.as_ptr(), &mut id) } {
-        0 => Ok(None),
-        1 => Ok(Some(id)),
-        errno if errno < 0 => Err(Error::from_errno(errno)),
-        _ => Err(code::EINVAL),
+/// What the current task's new image maps, by the real inodes that hold the data.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Mapped {
+    /// The program's.
+    pub(crate) program: Option<FileId>,
+    /// The one other file's: the ELF interpreter.
+    pub(crate) interpreter: Option<FileId>,
+}
+
+/// What the current task's new image maps besides `program`'s own pages. Fails with `EAGAIN`
+/// when the address space is locked by someone else and `EMLINK` when more than one other file
+/// is mapped. Does not sleep.
+pub(crate) fn mapped_files(program: FileRef<'_>) -> Result<Mapped> {
+    let (mut program_id, mut interpreter_id) = (FileId::default(), FileId::default());
+    // SAFETY: `program` is open (the type's invariant); the ids are valid
+    // `struct elfsig_file_id`s.
+    let ret =
+        unsafe { elfsig_shim_mapped_files(program.as_ptr(), &mut program_id, &mut interpreter_id) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret));
     }
+    if ret > 3 {
+        return Err(code::EINVAL);
+    }
+    Ok(Mapped {
+        program: (ret & 1 != 0).then_some(program_id),
+        interpreter: (ret & 2 != 0).then_some(interpreter_id),
+    })
 }
 
 /// Ends the current task before it returns to user space. Does not sleep.

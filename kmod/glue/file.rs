@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Files (`shim/file.c`): reading them, their identity and change stamp, opening an ELF
-//! interpreter as binfmt_elf does, naming them in the log.
+//! Files (`shim/file.c`): reading them, their identity, change stamp and facts (of the inode
+//! that holds their data), refusing writers while they are verified, opening an ELF interpreter
+//! as binfmt_elf does, naming them in the log.
 
 use core::ffi::CStr;
 use core::marker::PhantomData;
@@ -20,7 +21,8 @@ pub(crate) struct RawFile {
     _opaque: [u8; 0],
 }
 
-/// `struct elfsig_file_id`: which file, and its change stamp.
+/// `struct elfsig_file_id`: which file, its change stamp, and the facts the verdict rests on,
+/// all of the inode that holds the data (under overlayfs, the real file in a layer).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FileId {
@@ -30,6 +32,8 @@ pub(crate) struct FileId {
     pub(crate) ino: u64,
     /// Inode generation.
     pub(crate) generation: u64,
+    /// The file handle (exportfs), zero without [`Facts::HANDLE`].
+    pub(crate) handle: [u32; 6],
     /// Change time, in ns.
     pub(crate) ctime_ns: i64,
     /// Modification time, in ns.
@@ -38,27 +42,76 @@ pub(crate) struct FileId {
     pub(crate) size: u64,
     /// `i_version`, or 0 when the filesystem does not keep one.
     pub(crate) version: u64,
-    /// Whether any later change is sure to alter this identity.
-    pub(crate) cacheable: bool,
+    /// The inode's address: which object, compared and never followed.
+    pub(crate) inode: u64,
+    /// What the shim found: [`Facts`] bits.
+    pub(crate) facts: u32,
+    /// A memfd's `F_SEAL_*` seals (with [`Facts::SEALABLE`]).
+    pub(crate) seals: u32,
+    /// The filesystem type's name, truncated and NUL-padded.
+    pub(crate) fs: [u8; 16],
 }
 
 // The layout `shim/shim.h` declares and `shim/file.c` checks.
 const _: () = {
-    assert!(core::mem::size_of::<FileId>() == 64);
-    assert!(core::mem::offset_of!(FileId, version) == 48);
-    assert!(core::mem::offset_of!(FileId, cacheable) == 56);
+    assert!(core::mem::size_of::<FileId>() == 112);
+    assert!(core::mem::offset_of!(FileId, inode) == 80);
+    assert!(core::mem::offset_of!(FileId, facts) == 88);
 };
 
+/// The bits of [`FileId::facts`] (`ELFSIG_FACT_*` in `shim/shim.h`).
+pub(crate) struct Facts;
+
+impl Facts {
+    /// The filesystem keeps `i_version`.
+    pub(crate) const IVERSION: u32 = 1 << 1;
+    /// Changed before the current clock tick: a later change moves its times.
+    pub(crate) const SETTLED: u32 = 1 << 2;
+    /// [`FileId::handle`] holds the file handle.
+    pub(crate) const HANDLE: u32 = 1 << 3;
+    /// The data is another inode's than the one the path shows (overlayfs).
+    pub(crate) const STACKED: u32 = 1 << 4;
+    /// On a superblock a user namespace other than the initial one owns.
+    pub(crate) const USERNS: u32 = 1 << 5;
+    /// On a filesystem whose changes the kernel cannot see (FUSE).
+    pub(crate) const UNVERIFIABLE: u32 = 1 << 6;
+    /// On a kernel-internal mount (memfd, SysV shared memory): writers are not counted.
+    pub(crate) const INTERNAL: u32 = 1 << 7;
+    /// [`FileId::seals`] holds the file's seals.
+    pub(crate) const SEALABLE: u32 = 1 << 8;
+    /// A shared mapping may write it.
+    pub(crate) const WRITABLY_MAPPED: u32 = 1 << 9;
+    /// Open for writing.
+    pub(crate) const WRITERS: u32 = 1 << 10;
+}
+
 impl FileId {
-    /// Whether `other` is the same file with the same change stamp.
+    /// Whether every bit of `facts` is set.
+    pub(crate) fn has(&self, facts: u32) -> bool {
+        self.facts & facts == facts
+    }
+
+    /// The filesystem type's name (up to 15 bytes of it).
+    pub(crate) fn fs(&self) -> &[u8] {
+        let len = self
+            .fs
+            .iter()
+            .take_while(|b| **b != 0)
+            .fold(0usize, |n, _| n.saturating_add(1));
+        self.fs.get(..len).unwrap_or(&[])
+    }
+
+    /// Whether `other` is the same object with the same change stamp: what the end of an exec
+    /// compares (without the handle, which it cannot compute there).
     pub(crate) fn same_content(&self, other: &FileId) -> bool {
-        FileId {
-            cacheable: false,
-            ..*self
-        } == FileId {
-            cacheable: false,
-            ..*other
-        }
+        self.inode == other.inode
+            && self.dev == other.dev
+            && self.ino == other.ino
+            && self.generation == other.generation
+            && self.ctime_ns == other.ctime_ns
+            && self.mtime_ns == other.mtime_ns
+            && self.size == other.size
+            && self.version == other.version
     }
 }
 
@@ -67,6 +120,8 @@ extern "C" {
     fn elfsig_shim_file_read(file: *mut RawFile, buf: *mut u8, len: usize, pos: u64) -> isize;
     fn elfsig_shim_file_id(file: *mut RawFile, id: *mut FileId);
     fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
+    fn elfsig_shim_deny_writes(file: *mut RawFile, real: *mut *mut RawInode) -> c_int;
+    fn elfsig_shim_allow_writes(real: *mut RawInode);
     fn elfsig_shim_open_exec(path: *const c_char, err: *mut c_int) -> *mut RawFile;
     fn elfsig_shim_close_exec(file: *mut RawFile);
     fn elfsig_shim_file_is_regular(file: *mut RawFile) -> bool;
@@ -80,6 +135,12 @@ extern "C" {
     fn elfsig_shim_fault_remove();
 }
 
+/// `struct inode`, opaque.
+#[repr(C)]
+pub(crate) struct RawInode {
+    _opaque: [u8; 0],
+}
+
 /// A file the kernel holds open, borrowed for `'a`.
 ///
 /// # Invariants
@@ -91,7 +152,7 @@ pub(crate) struct FileRef<'a> {
     _life: PhantomData<&'a RawFile>,
 }
 
-impl FileRef<'_> {
+impl<'a> FileRef<'a> {
     /// # Safety
     ///
     /// `ptr` must be a valid `struct file *` that stays open for the lifetime chosen.
@@ -114,13 +175,29 @@ impl FileRef<'_> {
         unsafe { elfsig_shim_file_size(self.as_ptr()) }
     }
 
-    /// The file's identity and change stamp.
+    /// The identity, change stamp and facts of the inode that holds the file's data. May
+    /// sleep.
     pub(crate) fn id(&self) -> FileId {
         let mut id = FileId::default();
         // SAFETY: by the type invariant `ptr` is an open file; `id` is a valid
         // `struct elfsig_file_id`, whose layout is checked above.
         unsafe { elfsig_shim_file_id(self.as_ptr(), &mut id) };
         id
+    }
+
+    /// Refuses writers to the inode that holds the file's data until the denial is dropped;
+    /// fails with `ETXTBSY` when it is open for writing.
+    pub(crate) fn deny_writes(&self) -> Result<WriteDenial<'a>> {
+        let mut real = core::ptr::null_mut();
+        // SAFETY: by the type invariant `ptr` is an open file; `real` is a valid out-parameter.
+        to_result(unsafe { elfsig_shim_deny_writes(self.as_ptr(), &mut real) })?;
+        // INVARIANT: the shim denied writes to `real`, which the open file keeps alive for `'a`.
+        NonNull::new(real)
+            .map(|real| WriteDenial {
+                real,
+                _life: PhantomData,
+            })
+            .ok_or(code::EINVAL)
     }
 
     /// Whether it is a regular file (not a device, a pipe, a socket).
@@ -147,6 +224,25 @@ impl FileRef<'_> {
                 enforced,
             )
         }
+    }
+}
+
+/// Writers refused to a file's real inode, until dropped.
+///
+/// # Invariants
+///
+/// `real` is an inode whose `i_writecount` the shim decremented, kept alive for `'a` by an open
+/// file.
+pub(crate) struct WriteDenial<'a> {
+    real: NonNull<RawInode>,
+    _life: PhantomData<&'a RawInode>,
+}
+
+impl Drop for WriteDenial<'_> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the denial was taken on `real`, alive; it is given back
+        // once.
+        unsafe { elfsig_shim_allow_writes(self.real.as_ptr()) }
     }
 }
 

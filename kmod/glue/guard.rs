@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The mapping guard (`shim/guard.c`): the kfuncs its BPF LSM programs call, which reach
-//! [`crate::policy::check_mapping`], [`crate::policy::check_mprotect`] and
-//! [`crate::policy::revocation_added`], and the programs' links, which the module holds.
+//! [`crate::policy::check_mapping`], [`crate::policy::check_mprotect`],
+//! [`crate::policy::revocation_added`], [`crate::policy::check_exec_query`] and
+//! [`crate::policy::check_write`], and the programs' links, which the module holds.
 
 use kernel::error::code;
 use kernel::ffi::{c_int, c_uint};
@@ -10,6 +11,11 @@ use kernel::prelude::*;
 
 use super::file::{FileRef, RawFile};
 use super::to_result;
+
+/// How many hooks the guard's programs attach to, one program on each (`ELFSIG_GUARD_HOOKS`):
+/// `mmap_file`, `file_mprotect`, `key_post_create_or_update`, `bprm_creds_for_exec`,
+/// `file_open`.
+pub(crate) const HOOKS: usize = 5;
 
 extern "C" {
     fn elfsig_shim_guard_init() -> c_int;
@@ -124,6 +130,36 @@ pub(crate) unsafe extern "C" fn elfsig_check_mprotect(file: *mut RawFile) -> c_i
     // SAFETY: the caller guarantees `file` is open for the call.
     match unsafe { FileRef::from_raw(file) } {
         Some(file) => crate::policy::check_mprotect(file),
+        None => 0,
+    }
+}
+
+/// The `bprm_creds_for_exec` kfunc's decision for `execveat(AT_EXECVE_CHECK)`: 0 when execve
+/// would run the file, else a negative errno.
+///
+/// # Safety
+///
+/// `file` must be the file being checked, open for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn elfsig_check_exec_query(file: *mut RawFile) -> c_int {
+    // SAFETY: the caller guarantees `file` is open for the call.
+    match unsafe { FileRef::from_raw(file) } {
+        Some(file) => crate::policy::check_exec_query(file),
+        None => 0,
+    }
+}
+
+/// The `file_open` kfunc's decision for a file opened for writing while a process maps it
+/// executable: 0 allows it, `-ETXTBSY` refuses it.
+///
+/// # Safety
+///
+/// `file` must be the file being opened, for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn elfsig_check_write(file: *mut RawFile) -> c_int {
+    // SAFETY: the caller guarantees `file` is valid for the call.
+    match unsafe { FileRef::from_raw(file) } {
+        Some(file) => crate::policy::check_write(file),
         None => 0,
     }
 }

@@ -7,6 +7,7 @@ use kernel::ffi::c_char;
 
 extern "C" {
     fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
+    fn elfsig_shim_untrusted_param(len: *mut usize) -> *const c_char;
     fn elfsig_shim_lock_param() -> bool;
     fn elfsig_shim_deny_loader_param() -> bool;
     fn elfsig_shim_require_mmap_guard_param() -> bool;
@@ -19,6 +20,8 @@ extern "C" {
 pub(crate) struct Params {
     /// `mode`: `enforce` or `permissive` (anything else is refused by the caller).
     pub(crate) mode: &'static [u8],
+    /// `untrusted`: `refuse` or `verify` (anything else is refused by the caller).
+    pub(crate) untrusted: &'static [u8],
     /// `deny_loader`.
     pub(crate) deny_loader: bool,
     /// `lock`.
@@ -27,20 +30,32 @@ pub(crate) struct Params {
     pub(crate) require_mmap_guard: bool,
 }
 
-/// Reads the module parameters.
-pub(crate) fn params() -> Params {
+/// A string parameter's bytes, as the shim returns them.
+///
+/// # Safety
+///
+/// `get` must return a buffer that lives as long as the module, holds `len` initialised bytes,
+/// and is written only while the module loads (a 0444 parameter).
+unsafe fn string_param(get: unsafe extern "C" fn(*mut usize) -> *const c_char) -> &'static [u8] {
     let mut len = 0usize;
-    // SAFETY: returns the `mode` parameter's buffer and its string length.
-    let ptr = unsafe { elfsig_shim_mode_param(&mut len) };
-    let mode = if ptr.is_null() {
+    // SAFETY: the caller guarantees `get` returns a parameter's buffer and its string length.
+    let ptr = unsafe { get(&mut len) };
+    if ptr.is_null() {
         &[][..]
     } else {
-        // SAFETY: the buffer lives as long as the module, holds `len` initialised bytes, and is
-        // written only while the module loads, before this runs (the parameters are 0444).
+        // SAFETY: the caller guarantees the buffer lives as long as the module, holds `len`
+        // initialised bytes, and is no longer written.
         unsafe { core::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-    };
+    }
+}
+
+/// Reads the module parameters.
+pub(crate) fn params() -> Params {
     Params {
-        mode,
+        // SAFETY: the shim returns the `mode` parameter's buffer, a 0444 parameter.
+        mode: unsafe { string_param(elfsig_shim_mode_param) },
+        // SAFETY: the shim returns the `untrusted` parameter's buffer, a 0444 parameter.
+        untrusted: unsafe { string_param(elfsig_shim_untrusted_param) },
         // SAFETY: reads a module parameter, fixed at load time.
         deny_loader: unsafe { elfsig_shim_deny_loader_param() },
         // SAFETY: reads a module parameter, fixed at load time.

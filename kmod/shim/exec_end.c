@@ -3,7 +3,8 @@
  * The end of a successful exec: the sched_process_exec tracepoint fires after binfmt_elf has
  * mapped the program and its ELF interpreter, and before the task runs a single instruction of
  * either. binfmt_elf opens the interpreter by path after the binfmt handler has checked it, so
- * that is where the module checks that the interpreter it verified is the one that got mapped.
+ * that is where the module checks that the interpreter it verified is the one that got mapped
+ * (and, under overlayfs, that the program's real file is still the one verified).
  *
  * A second probe, on sched_process_exit, lets the module forget what a task's failed exec left.
  * The probes run with preemption disabled: nothing here sleeps.
@@ -85,14 +86,17 @@ void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id)
 }
 
 /*
- * The identity of the one file besides the program that the new image maps: its ELF
- * interpreter. 0 when there is none (a static program), 1 with *id filled, -EMLINK when more
- * than one other file is mapped, -EAGAIN when the address space is locked by someone else (the
- * caller refuses then: it cannot tell what was mapped).
+ * What the new image maps, by the real inodes that hold the data (under overlayfs, a mapping's
+ * file is the backing file in a layer; file_user_inode() is the overlay's): the program's
+ * (ELFSIG_MAPPED_PROGRAM, into *program_id) and the one other file, its ELF interpreter
+ * (ELFSIG_MAPPED_INTERPRETER, into *interpreter_id). -EMLINK when more than one other file is
+ * mapped, -EAGAIN when the address space is locked by someone else (the caller refuses then:
+ * it cannot tell what was mapped).
  */
-int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *id)
+int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *program_id,
+			     struct elfsig_file_id *interpreter_id)
 {
-	const struct inode *own = file_inode(program), *found = NULL;
+	const struct inode *own = file_inode(program), *real = NULL, *found = NULL;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	VMA_ITERATOR(vmi, mm, 0);
@@ -107,9 +111,12 @@ int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *
 
 		if (!vma->vm_file)
 			continue;
-		/* The inode the user opened: overlayfs maps a backing file of its own. */
-		inode = file_user_inode(vma->vm_file);
-		if (inode == own || inode == found)
+		inode = file_inode(vma->vm_file);
+		if (file_user_inode(vma->vm_file) == own) {
+			real = inode;
+			continue;
+		}
+		if (inode == found)
 			continue;
 		if (found) {
 			ret = -EMLINK;
@@ -117,9 +124,15 @@ int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *
 		}
 		found = inode;
 	}
-	if (found && !ret) {
-		elfsig_shim_inode_id(found, id);
-		ret = 1;
+	if (!ret) {
+		if (real) {
+			elfsig_shim_inode_id(real, program_id);
+			ret |= ELFSIG_MAPPED_PROGRAM;
+		}
+		if (found) {
+			elfsig_shim_inode_id(found, interpreter_id);
+			ret |= ELFSIG_MAPPED_INTERPRETER;
+		}
 	}
 	mmap_read_unlock(mm);
 	return ret;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Files: reading them, their identity and change stamp, opening an ELF interpreter the way
- * binfmt_elf does, and naming them in the log.
+ * Files: reading them, their identity, change stamp and the facts the verdict rests on (of the
+ * inode that holds their data), refusing writers while they are verified, opening an ELF
+ * interpreter the way binfmt_elf does, and naming them in the log.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -9,22 +10,28 @@
 #include <linux/build_bug.h>
 #include <linux/debugfs.h>
 #include <linux/err.h>
+#include <linux/exportfs.h>
 #include <linux/fault-inject.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/hugetlb.h>
 #include <linux/iversion.h>
+#include <linux/magic.h>
 #include <linux/namei.h>
 #include <linux/ratelimit.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
+#include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <linux/user_namespace.h>
 
 #include "shim.h"
 
 /* The layout Rust's FileId mirrors (glue/file.rs checks the same numbers). */
 static_assert(sizeof(struct elfsig_file_id) == ELFSIG_FILE_ID_SIZE);
-static_assert(offsetof(struct elfsig_file_id, version) == 48);
-static_assert(offsetof(struct elfsig_file_id, cacheable) == ELFSIG_FILE_ID_CACHEABLE_OFFSET);
+static_assert(offsetof(struct elfsig_file_id, inode) == 80);
+static_assert(offsetof(struct elfsig_file_id, facts) == ELFSIG_FILE_ID_FACTS_OFFSET);
 
 u64 elfsig_shim_file_size(struct file *file)
 {
@@ -72,37 +79,118 @@ ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
 	return kernel_read(file, buf, len, &off);
 }
 
-/* Safe in atomic context: the exec-end check calls it with preemption disabled. */
+/*
+ * A memfd's (shmem's or hugetlbfs') seals, as mm/memfd.c finds them; false for other files.
+ * Files on a kernel-internal mount (memfd, SysV shared memory) come from alloc_file_pseudo(),
+ * which never takes write access: a writable descriptor of one leaves i_writecount at 0, so
+ * only seals say that no one can write it.
+ */
+static bool elfsig_seals(struct inode *inode, u32 *seals)
+{
+	if (shmem_mapping(inode->i_mapping)) {
+		*seals = READ_ONCE(SHMEM_I(inode)->seals);
+		return true;
+	}
+#ifdef CONFIG_HUGETLBFS
+	if (inode->i_sb->s_magic == HUGETLBFS_MAGIC) {
+		*seals = READ_ONCE(HUGETLBFS_I(inode)->seals);
+		return true;
+	}
+#endif
+	return false;
+}
+
+/*
+ * Safe in atomic context: the exec-end check calls it with preemption disabled, on the real
+ * inode a mapping shows (for overlayfs, the backing file's). No file handle here.
+ */
 void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 {
+	const struct super_block *sb = inode->i_sb;
 	struct timespec64 ctime = inode_get_ctime(inode);
 	struct timespec64 mtime = inode_get_mtime(inode);
 	struct timespec64 now;
+	u32 facts = 0;
 
-	id->dev = inode->i_sb->s_dev;
+	memset(id, 0, sizeof(*id));
+	id->dev = sb->s_dev;
 	id->ino = inode->i_ino;
 	id->generation = inode->i_generation;
 	id->size = i_size_read(inode);
 	id->ctime_ns = timespec64_to_ns(&ctime);
 	id->mtime_ns = timespec64_to_ns(&mtime);
+	id->inode = (uintptr_t)inode;
+	strscpy_pad(id->fs, sb->s_type->name, sizeof(id->fs));
 	if (IS_I_VERSION(inode)) {
 		/* Querying marks the version seen, so the next change must increment it. */
 		id->version = inode_query_iversion((struct inode *)inode);
-		id->cacheable = true;
-	} else {
-		/*
-		 * Without i_version a change within the same clock tick may leave both times as
-		 * they were; trust the times only once the tick they name has passed.
-		 */
-		ktime_get_coarse_real_ts64(&now);
-		id->version = 0;
-		id->cacheable = timespec64_compare(&ctime, &now) < 0;
+		facts |= ELFSIG_FACT_IVERSION;
 	}
+	/*
+	 * Without i_version a change within the same clock tick may leave both times as they
+	 * were: they tell a change apart only once the tick they name has passed.
+	 */
+	ktime_get_coarse_real_ts64(&now);
+	if (timespec64_compare(&ctime, &now) < 0)
+		facts |= ELFSIG_FACT_SETTLED;
+	if (sb->s_user_ns != &init_user_ns)
+		facts |= ELFSIG_FACT_USERNS;
+	if (sb->s_iflags & (SB_I_UNTRUSTED_MOUNTER | SB_I_IMA_UNVERIFIABLE_SIGNATURE))
+		facts |= ELFSIG_FACT_UNVERIFIABLE;
+	if (sb->s_flags & SB_KERNMOUNT)
+		facts |= ELFSIG_FACT_INTERNAL;
+	if (elfsig_seals((struct inode *)inode, &id->seals))
+		facts |= ELFSIG_FACT_SEALABLE;
+	if (mapping_writably_mapped(inode->i_mapping))
+		facts |= ELFSIG_FACT_WRITABLY_MAPPED;
+	if (atomic_read(&inode->i_writecount) > 0)
+		facts |= ELFSIG_FACT_WRITERS;
+	id->facts = facts;
+}
+
+/*
+ * The file handle (exportfs): what names one file of a filesystem for good, where the inode
+ * number alone does not (a btrfs subvolume's inode numbers start where every other one's do).
+ */
+static void elfsig_handle(struct inode *inode, struct elfsig_file_id *id)
+{
+#if IS_ENABLED(CONFIG_EXPORTFS)
+	int len = ARRAY_SIZE(id->handle);
+	int type = exportfs_encode_inode_fh(inode, (struct fid *)id->handle, &len, NULL,
+					    EXPORT_FH_FID);
+
+	if (type > 0 && type != FILEID_INVALID && len > 0 && len <= ARRAY_SIZE(id->handle)) {
+		/* Zero what the handle did not fill, so that equal handles compare equal. */
+		memset(id->handle + len, 0, (ARRAY_SIZE(id->handle) - len) * sizeof(id->handle[0]));
+		id->facts |= ELFSIG_FACT_HANDLE;
+		return;
+	}
+#endif
+	memset(id->handle, 0, sizeof(id->handle));
+}
+
+/*
+ * The inode that holds a file's data: under overlayfs the real file in an upper or lower
+ * layer (whose changes do not move the overlay inode's times, size or i_version, and which
+ * the exec's write denial does not cover), the file's own inode elsewhere. May sleep
+ * (overlayfs may look up lazily where a metacopy's data lies).
+ */
+static struct inode *elfsig_real_inode(struct file *file)
+{
+	return d_real_inode(file->f_path.dentry);
+}
+
+static void elfsig_real_id(struct inode *real, const struct inode *own, struct elfsig_file_id *id)
+{
+	elfsig_shim_inode_id(real, id);
+	elfsig_handle(real, id);
+	if (real != own)
+		id->facts |= ELFSIG_FACT_STACKED;
 }
 
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
 {
-	elfsig_shim_inode_id(file_inode(file), id);
+	elfsig_real_id(elfsig_real_inode(file), file_inode(file), id);
 }
 
 /* The identity of the file a path names now, without opening it (a cache check needs no more). */
@@ -113,9 +201,30 @@ int elfsig_shim_path_id(const char *name, struct elfsig_file_id *id)
 
 	if (err)
 		return err;
-	elfsig_shim_inode_id(d_backing_inode(path.dentry), id);
+	elfsig_real_id(d_real_inode(path.dentry), d_backing_inode(path.dentry), id);
 	path_put(&path);
 	return 0;
+}
+
+/*
+ * Refuses writers to the file's real inode while it is verified, as exec does for the inode
+ * it opened (deny_write_access()): -ETXTBSY when someone has it open for writing. Under
+ * overlayfs, exec's own denial covers only the overlay inode.
+ */
+int elfsig_shim_deny_writes(struct file *file, struct inode **real)
+{
+	struct inode *inode = elfsig_real_inode(file);
+
+	if (!atomic_dec_unless_positive(&inode->i_writecount))
+		return -ETXTBSY;
+	*real = inode;
+	return 0;
+}
+
+/* The file `real` belongs to is still open: the inode cannot have gone. */
+void elfsig_shim_allow_writes(struct inode *real)
+{
+	atomic_inc(&real->i_writecount);
 }
 
 /* Opened as binfmt_elf opens an interpreter: writes are refused (ETXTBSY) while it is open. */

@@ -4,7 +4,9 @@
  * BPF LSM programs (guard/bpf/guard.bpf.c, attached from user space by elfsig-guard) run on
  * mmap_file and file_mprotect and call the kfuncs below, which hand the decision to Rust
  * (policy.rs); a third, on key_post_create_or_update, tells the module of every revocation, so
- * that cached verdicts need no revocation lookup while the guard runs. elfsig-guard then hands the programs' links to the module through the `guard`
+ * that cached verdicts need no revocation lookup while the guard runs; a fourth, on
+ * bprm_creds_for_exec, answers execveat(AT_EXECVE_CHECK), which no binfmt handler sees; a
+ * fifth, on file_open, refuses opening for writing a file that a process maps executable. elfsig-guard then hands the programs' links to the module through the `guard`
  * control file; the module keeps a reference to each, so the guard outlives its loader, and
  * no one but the module can detach it (LSM links have no detach).
  *
@@ -22,6 +24,7 @@
 #include <linux/key-type.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/rbtree.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
 #include <linux/version.h>
@@ -70,6 +73,57 @@ void elfsig_shim_guard_key_added(struct key *key)
 }
 
 /*
+ * bprm_creds_for_exec, for execveat(AT_EXECVE_CHECK) only (the program tells it apart): the
+ * kernel returns right after this hook and runs no binfmt handler, so the module answers here
+ * what the handler would answer for an execve of the same file. Sleepable.
+ */
+int elfsig_shim_guard_exec_check(struct file *file)
+{
+	if (!file)
+		return 0;
+	return elfsig_check_exec_query(file);
+}
+
+/*
+ * Whether any process maps the inode's pages executable. The tree is walked under
+ * i_mmap_rwsem (the hooks that call this may sleep); the mappings of an overlayfs file are in
+ * its real inode's tree, under the backing file.
+ */
+static bool elfsig_mapped_executable(struct address_space *mapping)
+{
+	struct rb_node *node;
+	bool exec = false;
+
+	if (!mapping_mapped(mapping))
+		return false;
+	i_mmap_lock_read(mapping);
+	for (node = rb_first_cached(&mapping->i_mmap); node; node = rb_next(node)) {
+		struct vm_area_struct *vma = rb_entry(node, struct vm_area_struct, shared.rb);
+
+		if (vma->vm_flags & VM_EXEC) {
+			exec = true;
+			break;
+		}
+	}
+	i_mmap_unlock_read(mapping);
+	return exec;
+}
+
+/*
+ * file_open of a file opened for writing (the program tells it apart): refused (-ETXTBSY, as
+ * for a running program) while a process maps the file executable, so that no one rewrites
+ * the code of a library or program under the processes running it. Sleepable.
+ */
+int elfsig_shim_guard_file_open(struct file *file)
+{
+	if (!file || !(file->f_mode & FMODE_WRITE) || !S_ISREG(file_inode(file)->i_mode))
+		return 0;
+	if (!elfsig_mapped_executable(file->f_mapping))
+		return 0;
+	return elfsig_check_write(file);
+}
+
+/*
  * The kfuncs, defined in kfuncs.c. Kfunc arguments became trusted by default in 6.19 (or so),
  * and the flag went away.
  */
@@ -81,6 +135,8 @@ BTF_KFUNCS_START(elfsig_kfunc_ids)
 BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_key_added, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_exec_check, KF_SLEEPABLE | KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_file_open, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
 /* LSM programs only, as fs/bpf_fs_kfuncs.c does for its kfuncs. */
@@ -135,6 +191,10 @@ static int elfsig_guard_hook(const struct bpf_link *link)
 		return ELFSIG_GUARD_FILE_MPROTECT;
 	if (!strcmp(name, "bpf_lsm_key_post_create_or_update"))
 		return ELFSIG_GUARD_KEY_POST_CREATE;
+	if (!strcmp(name, "bpf_lsm_bprm_creds_for_exec"))
+		return ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC;
+	if (!strcmp(name, "bpf_lsm_file_open"))
+		return ELFSIG_GUARD_FILE_OPEN;
 	return -EINVAL;
 }
 

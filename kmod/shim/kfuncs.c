@@ -33,4 +33,14 @@ __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
 	elfsig_shim_guard_key_added(key);
 }
 
+__bpf_kfunc int elfsig_kfunc_exec_check(struct file *file)
+{
+	return elfsig_shim_guard_exec_check(file);
+}
+
+__bpf_kfunc int elfsig_kfunc_file_open(struct file *file)
+{
+	return elfsig_shim_guard_file_open(file);
+}
+
 __bpf_kfunc_end_defs();

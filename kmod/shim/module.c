@@ -20,6 +20,12 @@ static char elfsig_mode[16] = "enforce";
 module_param_string(mode, elfsig_mode, sizeof(elfsig_mode), 0444);
 MODULE_PARM_DESC(mode, "enforce (refuse) or permissive (log and allow) at load time");
 
+static char elfsig_untrusted[16] = "refuse";
+
+module_param_string(untrusted, elfsig_untrusted, sizeof(elfsig_untrusted), 0444);
+MODULE_PARM_DESC(untrusted,
+		 "files on mounts the kernel does not trust (a user namespace's, FUSE): refuse, or verify every time");
+
 static bool elfsig_lock;
 module_param_named(lock, elfsig_lock, bool, 0444);
 MODULE_PARM_DESC(lock, "lock enforce mode until reboot and refuse unloading");
@@ -33,13 +39,23 @@ module_param_named(require_mmap_guard, elfsig_require_mmap_guard, bool, 0444);
 MODULE_PARM_DESC(require_mmap_guard,
 		 "fail to load where the kernel cannot run the mapping guard (BPF LSM, module BTF)");
 
+/* memchr, not strnlen: gcc's fortified strnlen brings a panic path (__fortify_panic). */
+static const char *elfsig_string_param(const char *param, size_t size, size_t *len)
+{
+	const char *nul = memchr(param, 0, size);
+
+	*len = nul ? (size_t)(nul - param) : size;
+	return param;
+}
+
 const char *elfsig_shim_mode_param(size_t *len)
 {
-	/* memchr, not strnlen: gcc's fortified strnlen brings a panic path (__fortify_panic). */
-	const char *nul = memchr(elfsig_mode, 0, sizeof(elfsig_mode));
+	return elfsig_string_param(elfsig_mode, sizeof(elfsig_mode), len);
+}
 
-	*len = nul ? (size_t)(nul - elfsig_mode) : sizeof(elfsig_mode);
-	return elfsig_mode;
+const char *elfsig_shim_untrusted_param(size_t *len)
+{
+	return elfsig_string_param(elfsig_untrusted, sizeof(elfsig_untrusted), len);
 }
 
 bool elfsig_shim_lock_param(void)

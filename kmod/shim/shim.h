@@ -4,7 +4,8 @@
  *
  * The shim does only what Rust on Linux 6.12 cannot: fill struct linux_binfmt, reach into
  * struct linux_binprm, struct inode and struct mm_struct, call static inline helpers, create
- * securityfs files, attach to a tracepoint, declare module parameters. One file per kernel
+ * securityfs files, attach to a tracepoint, declare module parameters, keep a kernel hash
+ * table of allocated entries. One file per kernel
  * abstraction; every decision is made in Rust.
  */
 #ifndef ELFSIG_SHIM_H
@@ -16,26 +17,40 @@ struct file;
 struct elfsig_sha256;
 
 /*
- * Which file, and whether it changed since: what the verdict cache keys on and what the exec
- * check compares. Shared with Rust (glue/file.rs); both sides check this layout at compile time.
+ * Which file, whether it changed since, and what the verdict may trust about it: what the
+ * verdict cache keys on and what the end of an exec compares. Everything is read from the
+ * inode that holds the data (under overlayfs, the real file in a lower or upper layer, not
+ * the overlay's); the decisions are Rust's (filesystem.rs). Shared with Rust (glue/file.rs);
+ * both sides check this layout at compile time.
  */
 struct elfsig_file_id {
-	u64 dev;
+	u64 dev;		/* the real inode's superblock */
 	u64 ino;
 	u64 generation;
+	u32 handle[6];		/* its file handle (exportfs), zero when there is none */
 	s64 ctime_ns;
 	s64 mtime_ns;
 	u64 size;
-	u64 version;
-	/*
-	 * Whether a later change is sure to alter this identity: the filesystem keeps i_version,
-	 * or the change time is older than the current (coarse) clock tick.
-	 */
-	bool cacheable;
+	u64 version;		/* i_version, 0 when the filesystem keeps none */
+	u64 inode;		/* the real inode's address: which object (compared, never followed) */
+	u32 facts;		/* ELFSIG_FACT_* */
+	u32 seals;		/* F_SEAL_* of a shmem or hugetlbfs file (ELFSIG_FACT_SEALABLE) */
+	char fs[16];		/* the real inode's filesystem type, truncated, NUL-padded */
 };
 
-#define ELFSIG_FILE_ID_SIZE 64
-#define ELFSIG_FILE_ID_CACHEABLE_OFFSET 56
+#define ELFSIG_FILE_ID_SIZE 112
+#define ELFSIG_FILE_ID_FACTS_OFFSET 88
+
+#define ELFSIG_FACT_IVERSION		(1u << 1)	/* the filesystem keeps i_version */
+#define ELFSIG_FACT_SETTLED		(1u << 2)	/* changed before the current clock tick */
+#define ELFSIG_FACT_HANDLE		(1u << 3)	/* handle[] holds the file handle */
+#define ELFSIG_FACT_STACKED		(1u << 4)	/* the data is another inode's (overlayfs) */
+#define ELFSIG_FACT_USERNS		(1u << 5)	/* a superblock a user namespace owns */
+#define ELFSIG_FACT_UNVERIFIABLE	(1u << 6)	/* FUSE: the kernel cannot see changes */
+#define ELFSIG_FACT_INTERNAL		(1u << 7)	/* a kernel-internal mount: memfd, SysV shm */
+#define ELFSIG_FACT_SEALABLE		(1u << 8)	/* seals holds the file's seals */
+#define ELFSIG_FACT_WRITABLY_MAPPED	(1u << 9)	/* a shared mapping may write it */
+#define ELFSIG_FACT_WRITERS		(1u << 10)	/* open for writing (i_writecount > 0) */
 
 /* ---- Implemented in Rust ------------------------------------------------------------------ */
 
@@ -48,12 +63,18 @@ void elfsig_task_exit(void);
 int elfsig_check_mapping(struct file *file);
 void elfsig_revocation_added(void);
 int elfsig_check_mprotect(struct file *file);
+/* guard.c: execveat(AT_EXECVE_CHECK) of `file`: 0 when execve would run it, else an errno. */
+int elfsig_check_exec_query(struct file *file);
+/* guard.c: `file` is being opened for writing while mapped executable: 0 or -ETXTBSY. */
+int elfsig_check_write(struct file *file);
 /* guard.c: what the kfuncs of kfuncs.c do. */
 struct vm_area_struct;
 struct key;
 int elfsig_shim_guard_mmap_file(struct file *file);
 int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma);
 void elfsig_shim_guard_key_added(struct key *key);
+int elfsig_shim_guard_exec_check(struct file *file);
+int elfsig_shim_guard_file_open(struct file *file);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
@@ -61,6 +82,7 @@ ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
 /* ---- module.c: parameters, embedded certificates, the module's own lifetime ---------------- */
 
 const char *elfsig_shim_mode_param(size_t *len);
+const char *elfsig_shim_untrusted_param(size_t *len);
 bool elfsig_shim_lock_param(void);
 bool elfsig_shim_deny_loader_param(void);
 bool elfsig_shim_require_mmap_guard_param(void);
@@ -73,9 +95,14 @@ u64 elfsig_shim_now_ns(void);
 u64 elfsig_shim_file_size(struct file *file);
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos);
 struct inode;
+/* Without the file handle, and safe in atomic context (the end of an exec). */
 void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id);
+/* The file's real inode, with its handle. May sleep. */
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
+/* Refuses writers to the file's real inode (-ETXTBSY when it has some) until allowed again. */
+int elfsig_shim_deny_writes(struct file *file, struct inode **real);
+void elfsig_shim_allow_writes(struct inode *real);
 struct file *elfsig_shim_open_exec(const char *path, int *err);
 void elfsig_shim_close_exec(struct file *file);
 bool elfsig_shim_file_is_regular(struct file *file);
@@ -126,8 +153,32 @@ void elfsig_shim_binfmt_unregister(void);
 int elfsig_shim_exec_end_register(void);
 void elfsig_shim_exec_end_unregister(void);
 void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id);
-int elfsig_shim_mapped_interpreter(struct file *program, struct elfsig_file_id *id);
+/* What the new image maps: ELFSIG_MAPPED_* bits, -EMLINK or -EAGAIN. */
+#define ELFSIG_MAPPED_PROGRAM 1
+#define ELFSIG_MAPPED_INTERPRETER 2
+int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *program_id,
+			     struct elfsig_file_id *interpreter_id);
 void elfsig_shim_kill_current(void);
+
+/* ---- pending.c: what each exec under way expects to find mapped at its end ---------------- */
+
+struct elfsig_expectation {
+	u64 count;		/* the task's exec count once this exec succeeds */
+	u32 flags;		/* ELFSIG_EXPECT_* */
+	u32 reserved;
+	struct elfsig_file_id interpreter;
+	struct elfsig_file_id program;
+};
+
+#define ELFSIG_EXPECT_INTERPRETER 1	/* `interpreter` is the ELF interpreter checked */
+#define ELFSIG_EXPECT_PROGRAM 2		/* `program` is the stacked program's real file checked */
+#define ELFSIG_EXPECTATION_SIZE (16 + 2 * ELFSIG_FILE_ID_SIZE)
+
+int elfsig_shim_pending_put(uintptr_t task, const struct elfsig_expectation *expectation);
+bool elfsig_shim_pending_take(uintptr_t task, struct elfsig_expectation *expectation);
+void elfsig_shim_pending_forget(uintptr_t task);
+void elfsig_shim_pending_clear(void);
+u64 elfsig_shim_pending_count(void);
 
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
 
@@ -135,7 +186,9 @@ void elfsig_shim_kill_current(void);
 #define ELFSIG_GUARD_MMAP_FILE 0
 #define ELFSIG_GUARD_FILE_MPROTECT 1
 #define ELFSIG_GUARD_KEY_POST_CREATE 2
-#define ELFSIG_GUARD_HOOKS 3
+#define ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC 3
+#define ELFSIG_GUARD_FILE_OPEN 4
+#define ELFSIG_GUARD_HOOKS 5
 
 /* Why the kernel cannot run the guard, besides a negative errno. */
 enum elfsig_guard_unavailable {

@@ -137,11 +137,21 @@ pub enum Reason {
     /// to become executable (`mprotect`), which the kernel module's mapping guard refuses
     /// because it cannot read the file at that point to verify it.
     MadeExecutable,
+    /// A policy, not a verification, refuses it: the file lives on a mount the kernel does
+    /// not trust (a superblock a user namespace owns, FUSE), which the kernel module refuses
+    /// unless its administrator allows such mounts.
+    UntrustedMount,
+    /// A policy, not a verification, refuses it: a file whose writers the kernel does not
+    /// count (a memfd, SysV shared memory), not sealed against writes, shrinking and growing.
+    Unsealed,
+    /// A policy, not a verification, refuses it: someone has the file open for writing, so
+    /// what was verified is not sure to be what runs.
+    OpenForWriting,
 }
 
 impl Reason {
     /// Every reason, in the order the kernel module's counters list them.
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 14] = [
         Reason::Unsigned,
         Reason::MalformedElf,
         Reason::MalformedSignature,
@@ -153,6 +163,9 @@ impl Reason {
         Reason::Error,
         Reason::LoaderExec,
         Reason::MadeExecutable,
+        Reason::UntrustedMount,
+        Reason::Unsealed,
+        Reason::OpenForWriting,
     ];
 
     /// The reason's name: the kernel module's counter and log word, and the CLI's `--json`
@@ -170,6 +183,9 @@ impl Reason {
             Reason::Error => "error",
             Reason::LoaderExec => "loader_exec",
             Reason::MadeExecutable => "made_executable",
+            Reason::UntrustedMount => "untrusted_mount",
+            Reason::Unsealed => "unsealed",
+            Reason::OpenForWriting => "open_for_writing",
         }
     }
 
@@ -290,6 +306,9 @@ impl fmt::Display for Reason {
             Reason::Error => "verification failed",
             Reason::LoaderExec => "the dynamic loader may not be run directly",
             Reason::MadeExecutable => "a file mapping may not be made executable",
+            Reason::UntrustedMount => "on a mount the kernel does not trust (a user namespace's, FUSE)",
+            Reason::Unsealed => "a memfd or shared memory not sealed against writes",
+            Reason::OpenForWriting => "open for writing",
         })
     }
 }
