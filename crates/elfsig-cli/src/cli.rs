@@ -39,6 +39,9 @@ pub enum Command {
     /// Show or set (root) whether running the dynamic loader directly (`ld.so ./program`) is
     /// refused.
     Loader(LoaderArgs),
+    /// Show or set (root) what happens to programs and libraries on mounts the kernel does not
+    /// trust: a user namespace's (rootless overlayfs, tmpfs) and FUSE.
+    Untrusted(UntrustedArgs),
     /// Empty the module's verdict cache (root), after removing a key from a trusted keyring.
     Flush,
 }
@@ -83,6 +86,24 @@ pub enum LoaderArg {
     Allow,
     /// Refuse running the loader directly.
     Deny,
+}
+
+/// `elfsig untrusted`.
+#[derive(Debug, Args)]
+pub struct UntrustedArgs {
+    /// The policy to set; without it, the policy is shown. Verify is refused while locked.
+    #[arg(value_enum)]
+    pub policy: Option<UntrustedArg>,
+}
+
+/// What happens to files on untrusted mounts, as the command line names it.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum UntrustedArg {
+    /// Refuse them (the default).
+    Refuse,
+    /// Verify them at every exec and mapping, never caching a verdict: their owner or daemon
+    /// decides what later reads return.
+    Verify,
 }
 
 /// `elfsig keygen`.

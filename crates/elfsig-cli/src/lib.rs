@@ -32,6 +32,7 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Status(args) => commands::status::run(args),
         Command::Mode(args) => commands::settings::mode(args, cli.quiet),
         Command::Loader(args) => commands::settings::loader(args, cli.quiet),
+        Command::Untrusted(args) => commands::settings::untrusted(args, cli.quiet),
         Command::Flush => commands::settings::flush(cli.quiet),
     };
     match result {

@@ -1,4 +1,4 @@
-//! `elfsig status`, `mode`, `loader` and `flush` against a fake control directory
+//! `elfsig status`, `mode`, `loader`, `untrusted` and `flush` against a fake control directory
 //! (`ELFSIG_CONTROL_DIR`) laid out as kmod/README.md documents the module's: what they show,
 //! what they write, and how they refuse (module not loaded, locked, not root, a file they do
 //! not understand). The VM suite runs the same commands against the real module.
@@ -40,6 +40,8 @@ cache_used 17
 mmap_guard_active 1
 ";
 
+const FILESYSTEMS: &str = "cache ext4 xfs btrfs tmpfs\nverify *\nuntrusted refuse\ninternal sealed\n";
+
 impl Fake {
     fn new() -> Self {
         let scratch = Scratch::new();
@@ -51,6 +53,8 @@ impl Fake {
             ("lock", "0\n"),
             ("loader", "allow\n"),
             ("guard", "active\n"),
+            ("untrusted", "refuse\n"),
+            ("filesystems", FILESYSTEMS),
             ("stats", STATS),
             ("flush", ""),
         ] {
@@ -98,6 +102,15 @@ fn status_reports_every_setting_counter_and_the_cache() {
     assert_eq!(v["counters"]["interpreter_replaced"], 0);
     assert_eq!(v["counters"].as_object().unwrap().len(), STATS.lines().count());
     assert!(v["keyrings"].is_array(), "{v}");
+    assert_eq!(v["filesystems"]["cached"], serde_json::json!(["ext4", "xfs", "btrfs", "tmpfs"]));
+    assert_eq!(v["filesystems"]["untrusted"], "refuse");
+    // This machine's mounts, each with what applies to it: /proc is left out (no programs).
+    let mounted = v["filesystems"]["mounted"].as_object().unwrap();
+    assert!(!mounted.contains_key("proc"), "{v}");
+    assert!(
+        mounted.values().all(|m| ["cached", "verified every time"].contains(&m["policy"].as_str().unwrap())),
+        "{v}"
+    );
 
     fake.elfsig(&["status"])
         .assert()
@@ -106,7 +119,27 @@ fn status_reports_every_setting_counter_and_the_cache() {
         .stdout(contains("mapping guard:  active: executable file mappings are checked\n"))
         .stdout(contains("execs:          12 checked, 9 allowed, 3 denied\n"))
         .stdout(contains("refusals:       unsigned 2, modified 1, made_executable 1\n"))
-        .stdout(contains("cache:          17 of 1024 entries used, 30 hits, 22 misses\n"));
+        .stdout(contains("cache:          17 of 1024 entries used, 30 hits, 22 misses\n"))
+        .stdout(contains("cached on:      ext4 xfs btrfs tmpfs; every other filesystem is verified at each use\n"))
+        .stdout(contains("untrusted:      refused (user namespaces' mounts, FUSE)\n"));
+    // A module older than the file: nothing said about filesystems.
+    fs::remove_file(fake.dir.join("filesystems")).unwrap();
+    let v = json(&fake.elfsig(&["status", "--json"]).assert().success().get_output().stdout);
+    assert!(v.get("filesystems").is_none(), "{v}");
+}
+
+#[test]
+fn untrusted_shows_and_sets_the_word_the_module_reads_and_the_lock_keeps_refuse() {
+    let fake = Fake::new();
+    fake.elfsig(&["untrusted"]).assert().success().stdout("refuse\n");
+    fake.elfsig(&["untrusted", "verify"]).assert().success().stdout("verify\n");
+    assert!(fake.get("untrusted").starts_with("verify\n"));
+    fake.set("untrusted", "refuse\n");
+    fake.set("lock", "1\n");
+    fake.elfsig(&["untrusted", "verify"]).assert().code(1).stderr(contains("locked until reboot"));
+    assert_eq!(fake.get("untrusted"), "refuse\n");
+    fake.elfsig(&["untrusted", "refuse"]).assert().success();
+    fake.elfsig(&["untrusted", "allow"]).assert().code(2).stderr(contains("invalid value 'allow'"));
 }
 
 #[test]

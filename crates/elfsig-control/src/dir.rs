@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::settings::{Guard, Loader, Mode};
+use crate::settings::{Filesystems, Guard, Loader, Mode, Untrusted};
 use crate::stats::Stats;
 
 /// Where the module makes its control files.
@@ -108,6 +108,22 @@ impl Control {
         self.parsed("loader", Loader::parse)
     }
 
+    /// What applies to files on mounts the kernel does not trust.
+    pub fn untrusted(&self) -> Result<Untrusted, Error> {
+        self.parsed("untrusted", Untrusted::parse)
+    }
+
+    /// What applies where; `None` for a module that does not say (older than the file).
+    pub fn filesystems(&self) -> Result<Option<Filesystems>, Error> {
+        if self.loaded() && !self.path("filesystems").exists() {
+            return Ok(None);
+        }
+        let text = self.read("filesystems")?;
+        Filesystems::parse(&text)
+            .map(Some)
+            .ok_or_else(|| Error::Unexpected { file: self.path("filesystems"), content: text })
+    }
+
     /// The mapping guard's state.
     pub fn guard(&self) -> Result<Guard, Error> {
         self.parsed("guard", Guard::parse)
@@ -142,6 +158,15 @@ impl Control {
             return Err(Error::Locked { change });
         }
         self.write("loader", loader.word(), &change)
+    }
+
+    /// Sets what applies to untrusted mounts. Allowing them is refused while locked.
+    pub fn set_untrusted(&self, untrusted: Untrusted) -> Result<(), Error> {
+        let change = format!("setting untrusted mounts to {untrusted}");
+        if untrusted == Untrusted::Verify && self.locked_for_sure() {
+            return Err(Error::Locked { change });
+        }
+        self.write("untrusted", untrusted.word(), &change)
     }
 
     /// Empties the verdict cache (after removing a key from a trusted keyring).

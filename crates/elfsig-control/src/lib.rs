@@ -1,6 +1,7 @@
 //! The elfsig kernel module's control files (`/sys/kernel/security/elfsig/`), as user space
 //! reads and writes them. This crate is that interface's one definition outside the module:
-//! the `elfsig` CLI's admin commands (`status`, `mode`, `loader`, `flush`), `elfsig-guard` and
+//! the `elfsig` CLI's admin commands (`status`, `mode`, `loader`, `untrusted`, `flush`),
+//! `elfsig-guard` and
 //! the VM tests use it. kmod/README.md documents the files; kmod/control.rs makes them.
 //!
 //! Every error says what to do about it: the module not loaded, not root, locked, or a file
@@ -14,5 +15,5 @@ mod stats;
 
 pub use dir::{Control, DEFAULT_DIR, DIR_VARIABLE};
 pub use error::Error;
-pub use settings::{Guard, Loader, Mode};
+pub use settings::{Filesystems, Guard, Loader, Mode, Untrusted};
 pub use stats::Stats;

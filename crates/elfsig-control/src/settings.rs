@@ -50,6 +50,74 @@ impl Loader {
     }
 }
 
+/// `untrusted`: what happens to files on mounts the kernel does not trust (a superblock a user
+/// namespace owns, FUSE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Untrusted {
+    /// `refuse` (the default): their programs and libraries are refused.
+    Refuse,
+    /// `verify`: verified at every exec and mapping, never cached.
+    Verify,
+}
+
+impl Untrusted {
+    /// The control file's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Untrusted::Refuse => "refuse",
+            Untrusted::Verify => "verify",
+        }
+    }
+
+    /// The policy a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [Untrusted::Refuse, Untrusted::Verify].into_iter().find(|u| u.word() == word)
+    }
+}
+
+/// `filesystems`: what applies where (kmod/filesystem.rs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filesystems {
+    /// The filesystem types whose verdicts the module caches; every other one's files are
+    /// verified at every exec and mapping.
+    pub cached: Vec<String>,
+    /// What applies to untrusted mounts.
+    pub untrusted: Untrusted,
+}
+
+impl Filesystems {
+    /// Parses the control file: `cache FS...`, `verify *`, `untrusted WORD`, `internal sealed`.
+    /// Lines this version does not know are skipped (a newer module may add some).
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut cached = None;
+        let mut untrusted = None;
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            match words.next() {
+                Some("cache") => cached = Some(words.map(str::to_owned).collect()),
+                Some("untrusted") => untrusted = words.next().and_then(Untrusted::parse),
+                _ => {}
+            }
+        }
+        Some(Filesystems { cached: cached?, untrusted: untrusted? })
+    }
+
+    /// What applies to files on a filesystem of type `fstype` mounted by the initial user
+    /// namespace (`fuse.*` and `fuseblk` are FUSE).
+    pub fn policy(&self, fstype: &str) -> &'static str {
+        if fstype == "fuse" || fstype == "fuseblk" || fstype.starts_with("fuse.") {
+            match self.untrusted {
+                Untrusted::Refuse => "refused (untrusted)",
+                Untrusted::Verify => "verified every time (untrusted, allowed)",
+            }
+        } else if self.cached.iter().any(|fs| fs == fstype) {
+            "cached"
+        } else {
+            "verified every time"
+        }
+    }
+}
+
 /// `guard`: the mapping guard's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Guard {
@@ -93,6 +161,12 @@ impl fmt::Display for Mode {
 }
 
 impl fmt::Display for Loader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+impl fmt::Display for Untrusted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.word())
     }

@@ -1,11 +1,12 @@
-//! `elfsig mode`, `elfsig loader` and `elfsig flush`: thin clients of the module's control
-//! files (`elfsig-control`). Without an argument, `mode` and `loader` show the setting.
+//! `elfsig mode`, `elfsig loader`, `elfsig untrusted` and `elfsig flush`: thin clients of the
+//! module's control files (`elfsig-control`). Without an argument, `mode`, `loader` and
+//! `untrusted` show the setting.
 
 use std::process::ExitCode;
 
-use elfsig_control::{Control, Loader, Mode};
+use elfsig_control::{Control, Loader, Mode, Untrusted};
 
-use crate::cli::{LoaderArg, LoaderArgs, ModeArg, ModeArgs};
+use crate::cli::{LoaderArg, LoaderArgs, ModeArg, ModeArgs, UntrustedArg, UntrustedArgs};
 use crate::error::Error;
 
 /// Sets a setting when one is given, then shows it (unless `quiet` after setting it).
@@ -47,6 +48,16 @@ pub fn loader(args: &LoaderArgs, quiet: bool) -> Result<ExitCode, Error> {
         LoaderArg::Deny => Loader::Deny,
     });
     set_then_show(wanted, |policy| control.set_loader(policy), || Ok(control.loader()?.to_string()), quiet)
+}
+
+/// `elfsig untrusted [refuse|verify]`.
+pub fn untrusted(args: &UntrustedArgs, quiet: bool) -> Result<ExitCode, Error> {
+    let control = Control::system();
+    let wanted = args.policy.map(|policy| match policy {
+        UntrustedArg::Refuse => Untrusted::Refuse,
+        UntrustedArg::Verify => Untrusted::Verify,
+    });
+    set_then_show(wanted, |policy| control.set_untrusted(policy), || Ok(control.untrusted()?.to_string()), quiet)
 }
 
 /// `elfsig flush`.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use elfsig_control::keys::{self, Keyring};
-use elfsig_control::{Control, Guard, Stats};
+use elfsig_control::{Control, Filesystems, Guard, Stats};
 use elfsig_core::Reason;
 use serde::Serialize;
 
@@ -32,6 +32,9 @@ struct State {
     locked: bool,
     loader: &'static str,
     mapping_guard: GuardReport,
+    /// What applies where, when the module says (`filesystems`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filesystems: Option<FilesystemsReport>,
     keyrings: Vec<KeyringReport>,
     /// Why the keyrings could not be listed, if they could not.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,6 +56,22 @@ struct GuardReport {
     state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct FilesystemsReport {
+    /// The filesystem types whose verdicts are cached; the rest are verified every time.
+    cached: Vec<String>,
+    /// `refuse` or `verify`: files on mounts the kernel does not trust.
+    untrusted: &'static str,
+    /// The types mounted in this mount namespace, with the policy that applies and where.
+    mounted: BTreeMap<String, MountedReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct MountedReport {
+    policy: &'static str,
+    mount_points: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,6 +146,7 @@ fn state(control: &Control) -> Result<State, Error> {
         mode: control.mode()?.word(),
         locked: control.locked()?,
         loader: control.loader()?.word(),
+        filesystems: control.filesystems()?.map(|fs| filesystems_report(&fs)),
         mapping_guard: GuardReport {
             state: guard.word(),
             why: match &guard {
@@ -143,6 +163,47 @@ fn state(control: &Control) -> Result<State, Error> {
         cache: cache(&stats),
         counters: stats.into_map(),
     })
+}
+
+/// The policy, and the filesystem types mounted here (`/proc/self/mounts`) with what applies to
+/// each. Mounts in other namespaces (a user namespace's own) are not listed.
+fn filesystems_report(fs: &Filesystems) -> FilesystemsReport {
+    let mut mounted: BTreeMap<String, MountedReport> = BTreeMap::new();
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    for line in mounts.lines() {
+        let mut words = line.split(' ');
+        let (Some(_), Some(point), Some(fstype)) = (words.next(), words.next(), words.next()) else { continue };
+        // Pseudo filesystems hold no programs.
+        if matches!(
+            fstype,
+            "proc"
+                | "sysfs"
+                | "devpts"
+                | "cgroup"
+                | "cgroup2"
+                | "securityfs"
+                | "debugfs"
+                | "tracefs"
+                | "bpf"
+                | "mqueue"
+                | "pstore"
+                | "configfs"
+                | "hugetlbfs"
+                | "efivarfs"
+                | "binfmt_misc"
+                | "autofs"
+                | "fusectl"
+                | "devtmpfs"
+        ) {
+            continue;
+        }
+        let entry = mounted
+            .entry(fstype.to_owned())
+            .or_insert_with(|| MountedReport { policy: fs.policy(fstype), mount_points: Vec::new() });
+        // /proc/mounts escapes spaces and such as \ooo.
+        entry.mount_points.push(point.replace("\\040", " "));
+    }
+    FilesystemsReport { cached: fs.cached.clone(), untrusted: fs.untrusted.word(), mounted }
 }
 
 fn keyring_report(keyring: &Keyring) -> KeyringReport {
@@ -189,6 +250,21 @@ fn text(report: &Report) -> String {
         (None, word) => format!("{word}: only execs are checked (run elfsig-guard)"),
     };
     line("mapping guard:", guard);
+    if let Some(fs) = &state.filesystems {
+        line("cached on:", format!("{}; every other filesystem is verified at each use", fs.cached.join(" ")));
+        let untrusted = match fs.untrusted {
+            "verify" => "verified at each use (allowed by the administrator)",
+            _ => "refused (user namespaces' mounts, FUSE)",
+        };
+        line("untrusted:", untrusted.to_owned());
+        line("memfds:", "run and map executable only when sealed against writes".to_owned());
+        let mut first = true;
+        for (fstype, mounted) in &fs.mounted {
+            let label = if first { "mounted here:" } else { "" };
+            first = false;
+            line(label, format!("{fstype}: {} ({})", mounted.policy, mounted.mount_points.join(", ")));
+        }
+    }
     let mut keys: Vec<String> = Vec::new();
     for keyring in &state.keyrings {
         for key in &keyring.keys {
