@@ -98,6 +98,62 @@ pub fn kernel() -> Result<DebianKernel> {
     Ok(DebianKernel { root, vmlinuz })
 }
 
+/// The filesystems the VM suite's unprivileged cases mount, which Debian's kernel builds as
+/// modules (crates/elfsig-guest/src/unprivileged.rs).
+const FILESYSTEM_MODULES: &[&str] = &["overlay", "loop", "vfat", "nls_cp437", "nls_iso8859_1", "btrfs", "fuse"];
+
+/// [`FILESYSTEM_MODULES`] and every module they need, in an order they load in, decompressed
+/// under target/vm/debian-modules/ (Debian signs and xz-compresses them; the guest loads them
+/// with `finit_module`, unsigned modules being allowed without lockdown).
+pub fn filesystem_modules(kernel: &DebianKernel) -> Result<Vec<PathBuf>> {
+    let modules = kernel.root.join(format!("usr/lib/modules/{RELEASE}"));
+    let dep_file = modules.join("modules.dep");
+    let deps = fs::read_to_string(&dep_file).map_err(|e| format!("cannot read {}: {e}", dep_file.display()))?;
+    // `path: dependency paths...`, every dependency listed, direct or not.
+    let table: Vec<(&str, Vec<&str>)> = deps
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(path, needs)| (path, needs.split_whitespace().collect()))
+        .collect();
+    let name_of = |path: &str| {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        file.split(".ko").next().unwrap_or(file).replace('-', "_")
+    };
+    fn visit<'a>(path: &'a str, table: &[(&'a str, Vec<&'a str>)], order: &mut Vec<&'a str>) {
+        if order.contains(&path) {
+            return;
+        }
+        if let Some((_, needs)) = table.iter().find(|(p, _)| *p == path) {
+            for need in needs {
+                visit(need, table, order);
+            }
+        }
+        order.push(path);
+    }
+    // Built into the kernel: nothing to load.
+    let builtin = fs::read_to_string(modules.join("modules.builtin")).unwrap_or_default();
+    let mut order = Vec::new();
+    for wanted in FILESYSTEM_MODULES {
+        match table.iter().find(|(path, _)| name_of(path) == *wanted) {
+            Some((path, _)) => visit(path, &table, &mut order),
+            None if builtin.lines().any(|path| name_of(path) == *wanted) => {}
+            None => return Err(format!("Debian's {RELEASE} has no module {wanted}")),
+        }
+    }
+    let out = paths::target().join("vm/debian-modules");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    order
+        .iter()
+        .map(|path| {
+            let ko = out.join(format!("{}.ko", name_of(path)));
+            let bytes = Cmd::new("xz").args(["-d", "-c"]).arg(modules.join(path)).read_bytes()?;
+            fs::write(&ko, bytes).map_err(|e| format!("cannot write {}: {e}", ko.display()))?;
+            Ok(ko)
+        })
+        .collect()
+}
+
 /// Where the module's DKMS source tree goes in the build root, as `cargo xtask dkms` puts it.
 fn source_dir() -> String {
     format!("/usr/src/elfsig-{}", dkms::VERSION)

@@ -16,8 +16,14 @@ use std::path::Path;
 
 /// What the VM suites need besides the kernel build tools (openssl issues the test
 /// certificate that the guest adds at run time; strip makes the guest's copy of the CLI small).
-pub const VM_PACKAGES: &[Need] =
-    &[Need::Deb("qemu-system-x86"), Need::Deb("busybox-static"), Need::Deb("openssl"), Need::Deb("binutils")];
+/// mkfs.btrfs makes the image the subvolume case mounts.
+pub const VM_PACKAGES: &[Need] = &[
+    Need::Deb("qemu-system-x86"),
+    Need::Deb("busybox-static"),
+    Need::Deb("openssl"),
+    Need::Deb("binutils"),
+    Need::Deb("btrfs-progs"),
+];
 
 /// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result; then boots it again with `bpf` left out
@@ -87,11 +93,12 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
     // One vCPU: with two, Debian's kernel once died of an int3 at a jump label in do_exit that
     // the kernel was patching while the module unloaded (text_poke_bp): TCG ran the other
     // vCPU's stale translation. The test kernel covers SMP.
-    boot_suite(&kernel.vmlinuz, &ko, keys, DEBIAN_CPUS, &[(debian_kernel::NAME, &test, 900)])?;
+    let modules = debian_kernel::filesystem_modules(&kernel)?;
+    boot_suite(&kernel.vmlinuz, &ko, keys, &modules, DEBIAN_CPUS, &[(debian_kernel::NAME, &test, 900)])?;
     if let Some(seconds) = stress_seconds {
         let stress = format!("{}=stress {}={seconds} {distro}", image::SUITE, image::STRESS_SECONDS);
         let label = format!("{}-stress", debian_kernel::NAME);
-        boot_suite(&kernel.vmlinuz, &ko, keys, DEBIAN_CPUS, &[(&label, &stress, 600 + 3 * seconds)])?;
+        boot_suite(&kernel.vmlinuz, &ko, keys, &modules, DEBIAN_CPUS, &[(&label, &stress, 600 + 3 * seconds)])?;
     }
     Ok(())
 }
@@ -109,15 +116,23 @@ pub fn debian_module(keys: &TestKeys) -> Result<(debian_kernel::DebianKernel, st
 /// timeout in seconds)`, one after the other, and checks each report.
 fn run_suite(flavor: Flavor, keys: &TestKeys, boots: &[(&str, &str, u64)]) -> Result {
     let (kernel, ko) = kmod::for_tests(flavor, keys)?;
-    boot_suite(&kernel.bzimage, &ko, keys, 2, boots)
+    boot_suite(&kernel.bzimage, &ko, keys, &[], 2, boots)
 }
 
-/// Boots `kernel` with `cpus` vCPUs and the test initramfs around `ko`, once per `(label,
-/// append, timeout in seconds)`, and checks each report.
-fn boot_suite(kernel: &Path, ko: &Path, keys: &TestKeys, cpus: u32, boots: &[(&str, &str, u64)]) -> Result {
+/// Boots `kernel` with `cpus` vCPUs and the test initramfs around `ko` (and the kernel
+/// `modules` the guest loads first), once per `(label, append, timeout in seconds)`, and checks
+/// each report.
+fn boot_suite(
+    kernel: &Path,
+    ko: &Path,
+    keys: &TestKeys,
+    modules: &[std::path::PathBuf],
+    cpus: u32,
+    boots: &[(&str, &str, u64)],
+) -> Result {
     let guest = tools::build_static("elfsig-guest")?;
     let elfsig = tools::build_cli()?;
-    let initramfs = initramfs::test_suite(&elfsig, &guest, ko, keys)?;
+    let initramfs = initramfs::test_suite(&elfsig, &guest, ko, keys, modules)?;
     let path = paths::target().join(format!("vm/{}-initramfs.cpio", boots.first().map_or("test", |b| b.0)));
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     for &(label, append, timeout_secs) in boots {

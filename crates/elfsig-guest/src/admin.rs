@@ -69,6 +69,18 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         ensure(status["cache"]["entries"] == 1024 && status["cache"]["used"].as_u64() > Some(0), || {
             format!("cache: {}", status["cache"])
         })?;
+        // What applies where: the module's policy, and the filesystems mounted here (/tmp is a
+        // tmpfs, whose verdicts are cached).
+        let filesystems = &status["filesystems"];
+        let cached: Vec<&str> =
+            filesystems["cached"].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        let policy = read_control("filesystems")?;
+        ensure(policy.starts_with(&format!("cache {}\n", cached.join(" "))) && cached.contains(&"ext4"), || {
+            format!("status says {filesystems}, the module {policy:?}")
+        })?;
+        ensure(filesystems["untrusted"] == "refuse" && filesystems["mounted"]["tmpfs"]["policy"] == "cached", || {
+            format!("filesystems: {filesystems}")
+        })?;
         // Every key listed is one the kernel shows, under the name the kernel gives it.
         let proc_keys = std::fs::read_to_string("/proc/keys").context("read /proc/keys")?;
         let builtin = key_ids(&status, ".builtin_trusted_keys");
@@ -88,13 +100,19 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         let text = elfsig(&["status"], 0)?;
         let text = String::from_utf8_lossy(&text.stdout);
         let module_key = module[0].rsplit_once(": ").map(|(subject, id)| format!(".elfsig: {subject} (key id {id})"));
-        for line in ["mode:           enforce\n", "mapping guard:  active", &module_key.unwrap_or_default()] {
+        for line in [
+            "mode:           enforce\n",
+            "mapping guard:  active",
+            "untrusted:      refused",
+            "memfds:         run and map executable only when sealed",
+            &module_key.unwrap_or_default(),
+        ] {
             ensure(text.contains(line), || format!("elfsig status has no {line:?}:\n{text}"))?;
         }
         Ok(())
     });
 
-    suite.case("mode_loader_and_flush_commands_change_what_the_module_does", || {
+    suite.case("mode_loader_untrusted_and_flush_commands_change_what_the_module_does", || {
         let out = elfsig(&["mode", "permissive"], 0)?;
         ensure(out.stdout == b"permissive\n" && read_control("mode")? == "permissive\n", || "mode permissive".into())?;
         runs(HELLO_UNSIGNED, &[], Some(image::HELLO_OUTPUT))?;
@@ -107,6 +125,11 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         refused(LD_SO)?;
         elfsig(&["-q", "loader", "allow"], 0)?;
         ensure(read_control("loader")? == "allow\n", || "loader allow".into())?;
+
+        let out = elfsig(&["untrusted", "verify"], 0)?;
+        ensure(out.stdout == b"verify\n" && read_control("untrusted")? == "verify\n", || "untrusted verify".into())?;
+        elfsig(&["-q", "untrusted", "refuse"], 0)?;
+        ensure(read_control("untrusted")? == "refuse\n", || "untrusted refuse".into())?;
 
         ensure(stats()?.get("cache_used").copied() > Some(0), || "the cache is empty before flushing".into())?;
         elfsig(&["flush"], 0)?;

@@ -55,6 +55,20 @@ fn load(params: &str) -> Result<(), String> {
     system::load_module(std::path::Path::new(MODULE), params).context("load elfsig.ko")
 }
 
+/// Loads the kernel modules the image carries for the filesystems the cases need (on a
+/// distribution's kernel, which builds them as modules), in the order `order` lists them.
+fn load_filesystem_modules() -> Outcome {
+    let Ok(order) = std::fs::read_to_string(format!("{}/order", image::MODULES)) else {
+        return Ok(());
+    };
+    for name in order.lines().filter(|l| !l.is_empty()) {
+        system::load_module(std::path::Path::new(&format!("{}/{name}", image::MODULES)), "")
+            .or_else(|e| if e.raw_os_error() == Some(libc::EEXIST) { Ok(()) } else { Err(e) })
+            .context(&format!("load {name}"))?;
+    }
+    Ok(())
+}
+
 /// Runs every case; true when all passed.
 pub(crate) fn run_all() -> bool {
     let _ = std::fs::create_dir_all(WORK);
@@ -71,6 +85,8 @@ pub(crate) fn run_all() -> bool {
         }
         Ok(())
     });
+
+    suite.case("filesystem_modules_load", load_filesystem_modules);
 
     suite.case("module_loads_enforcing", || {
         load("")?;
@@ -101,6 +117,7 @@ pub(crate) fn run_all() -> bool {
     crate::admin::cases(&mut suite);
     policy_cases(&mut suite);
     crate::audit::cases(&mut suite);
+    crate::unprivileged::cases(&mut suite);
     lifecycle_cases(&mut suite);
     suite.run("elfsig: the kernel module's end-to-end cases")
 }
@@ -641,6 +658,13 @@ pub(crate) fn locked_checks() -> Outcome {
         format!("allowing the loader while locked gave {allow:?}")
     })?;
     refused(LD_SO)?;
+    let untrusted = write_control("untrusted", "verify");
+    ensure(untrusted.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
+        format!("allowing untrusted mounts while locked gave {untrusted:?}")
+    })?;
+    ensure(std::fs::read_to_string(control("untrusted")).context("read untrusted")? == "refuse\n", || {
+        "untrusted mounts are allowed after a refused write".into()
+    })?;
     refused(HELLO_UNSIGNED)?;
     runs(image::HELLO, &[], Some(HELLO))
 }

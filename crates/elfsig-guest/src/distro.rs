@@ -46,15 +46,16 @@ fn workload(suite: &mut Suite<'_>) {
     suite.case("the module is listed by lsmod", || shell_runs("lsmod", "elfsig"));
     suite.case("execs real systems do: fexecve, memfd, /proc/self/exe, env scripts, setuid, hard links", || {
         // fexecve (execveat with AT_EMPTY_PATH) of a signed program, and of a signed copy in
-        // a memfd.
+        // a memfd sealed against writes, as runc and systemd seal what they exec.
         shell_runs(
             "python3 -c 'import os; fd = os.open(\"/usr/bin/echo\", os.O_RDONLY); \
              os.execve(fd, [\"echo\", \"fexecve\"], {})'",
             "fexecve",
         )?;
         shell_runs(
-            "python3 -c 'import os; fd = os.memfd_create(\"copy\"); \
+            "python3 -c 'import os, fcntl; fd = os.memfd_create(\"copy\", os.MFD_ALLOW_SEALING); \
              os.write(fd, open(\"/usr/bin/echo\", \"rb\").read()); \
+             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW); \
              os.execve(fd, [\"echo\", \"memfd\"], {})'",
             "memfd",
         )?;

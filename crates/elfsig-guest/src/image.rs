@@ -87,6 +87,20 @@ pub const GUARD_RUNPATH: &str = "/tmp/guard-runpath";
 /// PATH`, `guard-probe anon`.
 pub const GUARD_PROBE: &str = "/t/signed/guard-probe";
 
+/// [`HELLO`] built for i386 (a 32-bit program), signed with the kernel key.
+pub const HELLO32: &str = "/t/signed/hello32";
+/// [`HELLO32`], unsigned.
+pub const HELLO32_UNSIGNED: &str = "/t/unsigned/hello32";
+/// A relocatable object (`ET_REL`), signed with the kernel key: the module lets an exec of it
+/// through, and binfmt_elf then refuses it (`ENOEXEC`).
+pub const OBJECT: &str = "/t/signed/object";
+/// A small btrfs image (mixed block groups), gzip-compressed, for the subvolume case.
+pub const BTRFS_IMAGE: &str = "/t/btrfs.img.gz";
+/// Kernel modules the guest loads before its cases, in the order `order` lists them: on a
+/// distribution's kernel, the filesystems the cases need (overlayfs, vfat, loop, btrfs, FUSE),
+/// which it builds as modules.
+pub const MODULES: &str = "/t/modules";
+
 /// `#!` scripts.
 pub const SCRIPTS: &str = "/t/scripts";
 /// A script whose interpreter is `/bin/sh`, signed busybox.

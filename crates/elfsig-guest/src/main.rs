@@ -5,9 +5,11 @@ mod admin;
 mod audit;
 mod cases;
 mod distro;
+mod fuse;
 mod mapping;
 mod stress;
 mod tamper;
+mod unprivileged;
 
 use elfsig_guest::harness::Suite;
 use elfsig_guest::image;

@@ -55,6 +55,8 @@ fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
         "attach 0 1",
         "attach 0 1 2",
         "attach 0 1 2 3",
+        "attach 0 1 2 3 4",
+        "attach 0 1 2 3 4 5",
         "attach x y z",
         "attach -1 -2 -3",
         "detach",
@@ -82,7 +84,7 @@ pub(crate) fn attach_alone() -> Outcome {
     let before = stats()?;
     attach()?;
     let after = stats()?;
-    // The canary: an unsigned (not even ELF) memfd mapped executable, refused.
+    // The canary: an unsigned (not even ELF) memfd, sealed, mapped executable, refused.
     counters_grew(&before, &after, &[("mmap_denied", 1), ("malformed_elf", 1), ("mmap_guard_active", 1)])
 }
 

@@ -25,6 +25,245 @@ pub fn mount(fstype: &str, target: &str) -> io::Result<()> {
     check(ret.into()).map(|_| ())
 }
 
+/// Mounts `fstype` from `source` on `target` (which must exist), with mount `flags` and the
+/// filesystem's options `data`.
+pub fn mount_with(source: &str, target: &str, fstype: &str, flags: libc::c_ulong, data: &str) -> io::Result<()> {
+    let (source, target, fstype, data) = (cstring(source)?, cstring(target)?, cstring(fstype)?, cstring(data)?);
+    // SAFETY: the strings are NUL-terminated and outlive the call; `data` is a C string, as the
+    // filesystems mounted here take their options.
+    let ret = unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), flags, data.as_ptr().cast()) };
+    check(ret.into()).map(|_| ())
+}
+
+/// Unmounts `target`.
+pub fn unmount(target: &str) -> io::Result<()> {
+    let target = cstring(target)?;
+    // SAFETY: a NUL-terminated path; no flags.
+    check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) }.into()).map(|_| ())
+}
+
+/// Becomes `uid` and `gid`, with no supplementary groups, for good: what an unprivileged
+/// user's process is. For a forked child.
+pub fn become_user(uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: an empty group list.
+    check(unsafe { libc::setgroups(0, std::ptr::null()) }.into())?;
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::setresgid(gid, gid, gid) }.into())?;
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::setresuid(uid, uid, uid) }.into())?;
+    // Changing credentials leaves the process undumpable, which makes its /proc files root's:
+    // a user's own process is dumpable (and may write its /proc/self/uid_map).
+    // SAFETY: prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) }.into()).map(|_| ())
+}
+
+/// Enters a new user namespace, where this unprivileged process is root, and a new mount
+/// namespace it owns, whose mounts propagate nowhere: what `unshare -Urm` does, and what
+/// rootless containers start from. For a forked child.
+pub fn enter_user_namespace() -> io::Result<()> {
+    // SAFETY: reads the caller's ids.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: plain flags.
+    check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) }.into())?;
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    mount_with("none", "/", "", libc::MS_REC | libc::MS_PRIVATE, "")
+}
+
+/// A new memfd (`memfd_create`) named `name`, with `flags` (`MFD_ALLOW_SEALING`, ...).
+pub fn memfd(name: &str, flags: libc::c_uint) -> io::Result<File> {
+    let name = cstring(name)?;
+    // SAFETY: a NUL-terminated name; the descriptor is owned from here on.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    check(fd.into())?;
+    // SAFETY: a new descriptor nothing else owns.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
+/// Adds `seals` (`F_SEAL_*`) to a memfd.
+pub fn add_seals(file: &File, seals: libc::c_int) -> io::Result<()> {
+    // SAFETY: fcntl on an open descriptor with an integer argument.
+    check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) }.into()).map(|_| ())
+}
+
+/// `AT_EXECVE_CHECK` (Linux 6.14): execveat only asks whether the file may be executed.
+pub const AT_EXECVE_CHECK: libc::c_int = 0x10000;
+
+/// `execveat(file, "", AT_EMPTY_PATH | AT_EXECVE_CHECK)`: whether the kernel would execute the
+/// file, without executing it (EINVAL on kernels without the flag).
+pub fn execve_check(file: &File) -> io::Result<()> {
+    let argv: [*const libc::c_char; 2] = [c"check".as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: an open descriptor, an empty NUL-terminated path, NULL-terminated argument and
+    // environment arrays; with AT_EXECVE_CHECK the call returns whatever happens.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH | AT_EXECVE_CHECK,
+        )
+    };
+    check(ret).map(|_| ())
+}
+
+/// A mapping of a file, unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+/// Maps `len` bytes of `file` from its start with `prot` and `flags` (`MAP_PRIVATE`,
+/// `MAP_SHARED`).
+pub fn map(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<Mapping> {
+    // SAFETY: a new mapping chosen by the kernel, of an open descriptor; it is never accessed
+    // through the pointer here, and unmapped on drop.
+    let addr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
+    if addr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Mapping { addr, len })
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps a mapping this value made, once.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
+/// Attaches `image` to a free loop device; returns the device's path.
+pub fn loop_attach(image: &str) -> io::Result<String> {
+    const LOOP_SET_FD: libc::c_ulong = 0x4C00;
+    const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+    let control = File::options().read(true).write(true).open("/dev/loop-control")?;
+    // SAFETY: an ioctl without an argument on the loop control device.
+    let number = check(unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) }.into())?;
+    let device = format!("/dev/loop{number}");
+    let backing = File::options().read(true).write(true).open(image)?;
+    let loop_device = File::options().read(true).write(true).open(&device)?;
+    // SAFETY: LOOP_SET_FD takes the backing file's descriptor as its argument.
+    check(unsafe { libc::ioctl(loop_device.as_raw_fd(), LOOP_SET_FD, backing.as_raw_fd()) }.into())?;
+    Ok(device)
+}
+
+/// Runs `child` in a forked child process and returns what it returned; its error message
+/// comes back through a pipe. Only for single-threaded callers (see [`fork`]).
+pub fn in_child(child: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let mut fds = [0; 2];
+    // SAFETY: a valid array for the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }.into()).map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: the descriptors were just created and are owned here alone.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
+    };
+    let pid = fork(|| match child() {
+        Ok(()) => 0,
+        Err(message) => {
+            let _ = std::io::Write::write_all(&mut &writer, message.as_bytes());
+            1
+        }
+    })
+    .map_err(|e| format!("fork: {e}"))?;
+    drop(writer);
+    // The child's own children may live on with the pipe (a failed exec keeps it open): read
+    // what the child wrote once it has ended, without waiting for an end of file. (A message
+    // fits in the pipe's buffer.)
+    let status = wait(pid).map_err(|e| format!("wait: {e}"))?;
+    // SAFETY: fcntl on an open descriptor with an integer argument.
+    check(unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) }.into())
+        .map_err(|e| format!("fcntl: {e}"))?;
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match std::io::Read::read(&mut &reader, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(format!("read the child's message: {e}")),
+        }
+    }
+    let message = String::from_utf8_lossy(&bytes).into_owned();
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, _) if !message.is_empty() => Err(message),
+        _ => Err(format!("the child ended with status {status:#x}")),
+    }
+}
+
+/// Forks a child that executes `path` (which is expected to fail) and then waits until it is
+/// killed: a process that lingers after a failed exec. Returns its pid.
+pub fn linger_after_exec(path: &str) -> io::Result<libc::pid_t> {
+    let path = cstring(path)?;
+    let argv: [*const libc::c_char; 2] = [path.as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: the child only calls execve and pause, which are async-signal-safe, on data made
+    // before the fork, and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    check(pid.into()).map(|_| pid)
+}
+
+/// Makes the calling process the leader of a new process group.
+pub fn new_process_group() -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::setpgid(0, 0) }.into()).map(|_| ())
+}
+
+/// Reaps every child that has ended or ends within a few seconds (as PID 1 must, for orphans).
+pub fn reap_children() {
+    for _ in 0..500 {
+        let mut status = 0;
+        // SAFETY: a valid out-parameter; WNOHANG never blocks.
+        match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
+            -1 => return,
+            0 => std::thread::sleep(std::time::Duration::from_millis(10)),
+            _ => {}
+        }
+    }
+}
+
+/// Creates the btrfs subvolume `name` in directory `parent` (`BTRFS_IOC_SUBVOL_CREATE`), as
+/// `btrfs subvolume create` does; any user may, in a directory they can write.
+pub fn btrfs_subvolume(parent: &str, name: &str) -> io::Result<()> {
+    /// `struct btrfs_ioctl_vol_args`.
+    #[repr(C)]
+    struct VolArgs {
+        fd: i64,
+        name: [u8; 4088],
+    }
+    /// `_IOW(0x94, 14, struct btrfs_ioctl_vol_args)`.
+    const BTRFS_IOC_SUBVOL_CREATE: libc::c_ulong = 0x5000_940e;
+    let dir = File::open(parent)?;
+    let mut args = VolArgs { fd: 0, name: [0; 4088] };
+    let bytes = name.as_bytes();
+    args.name
+        .get_mut(..bytes.len())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENAMETOOLONG))?
+        .copy_from_slice(bytes);
+    // SAFETY: the ioctl reads a `struct btrfs_ioctl_vol_args` of the size its number encodes.
+    check(unsafe { libc::ioctl(dir.as_raw_fd(), BTRFS_IOC_SUBVOL_CREATE, &args) }.into()).map(|_| ())
+}
+
+/// Sends `signal` to process `pid`.
+pub fn kill(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::kill(pid, signal) }.into()).map(|_| ())
+}
+
 /// Loads a kernel module from `path` with `params` (`finit_module`).
 pub fn load_module(path: &Path, params: &str) -> io::Result<()> {
     let file = File::open(path)?;

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfsig_fixtures::{Built, Class, Endian, Spec};
+use elfsig_fixtures::{Built, Class, Endian, Kind, Spec};
 use elfsig_guest::image;
 
 use crate::Result;
@@ -38,9 +38,18 @@ pub fn system(name: &str) -> Result<PathBuf> {
     elfsig_fixtures::system_binary(name).ok_or_else(|| format!("{name} is not installed"))
 }
 
-/// The initramfs of the end-to-end suite.
-pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys) -> Result<Vec<u8>> {
+/// The initramfs of the end-to-end suite; `modules` are kernel modules (uncompressed) the guest
+/// loads first, in that order.
+pub fn test_suite<'k>(
+    elfsig: &Path,
+    guest: &Path,
+    ko: &Path,
+    keys: &'k TestKeys,
+    modules: &[PathBuf],
+) -> Result<Vec<u8>> {
     let hello = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little));
+    let hello32 = elfsig_fixtures::synth(&Spec::new(Class::Elf32, Endian::Little));
+    let object = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).kind(Kind::Rel));
     let revokeme = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(b"revoke me"));
     let busybox = read(&system("busybox")?)?;
     let ld_so = read(&Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?)?;
@@ -63,6 +72,9 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
         stage(image::HELLO_OTHER_KEY, &hello, Some(&keys.other)),
         stage(image::HELLO_ADDED_KEY, &hello, Some(&keys.added)),
         stage(image::HELLO_UNSIGNED, &hello, None),
+        stage(image::HELLO32, &hello32, Some(&keys.kernel)),
+        stage(image::HELLO32_UNSIGNED, &hello32, None),
+        stage(image::OBJECT, &object, Some(&keys.kernel)),
         stage(image::BUSYBOX_UNSIGNED, &busybox, None),
         stage(image::LS_UNSIGNED, &read(&system("ls")?)?, None),
     ];
@@ -124,6 +136,17 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     cpio.file(image::SCRIPT_SIGNED_INTERPRETER, 0o755, b"#!/bin/sh\necho script ran\n");
     let unsigned_script = format!("#!{} sh\necho script ran\n", image::BUSYBOX_UNSIGNED);
     cpio.file(image::SCRIPT_UNSIGNED_INTERPRETER, 0o755, unsigned_script.as_bytes());
+    cpio.file(image::BTRFS_IMAGE, 0o644, &btrfs_image()?);
+    let mut order = String::new();
+    for module in modules {
+        let name = module.file_name().and_then(|n| n.to_str()).ok_or("a module without a name")?;
+        cpio.file(&format!("{}/{name}", image::MODULES), 0o644, &read(module)?);
+        order.push_str(name);
+        order.push('\n');
+    }
+    if !modules.is_empty() {
+        cpio.file(&format!("{}/order", image::MODULES), 0o644, order.as_bytes());
+    }
 
     // Revocation: the digest of /t/signed/revokeme, and a blacklist entry for it signed with the
     // kernel key, as CONFIG_SYSTEM_BLACKLIST_AUTH_UPDATE requires.
@@ -144,6 +167,18 @@ pub fn test_suite<'k>(elfsig: &Path, guest: &Path, ko: &Path, keys: &'k TestKeys
     cpio.file(image::REVOCATION, 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     cpio.file(image::LIB_REVOCATION, 0o644, &sign_description(&format!("bin:{lib_digest}"), &keys.kernel)?);
     Ok(cpio.finish())
+}
+
+/// A small btrfs filesystem (mixed block groups, the smallest mkfs.btrfs makes), gzipped: the
+/// guest unpacks it and makes subvolumes in it.
+fn btrfs_image() -> Result<Vec<u8>> {
+    let image = paths::target().join("vm/stage/btrfs.img");
+    fs::create_dir_all(paths::target().join("vm/stage")).map_err(|e| format!("cannot create the stage: {e}"))?;
+    fs::File::create(&image)
+        .and_then(|f| f.set_len(16 << 20))
+        .map_err(|e| format!("cannot create {}: {e}", image.display()))?;
+    Cmd::new("mkfs.btrfs").args(["-q", "-f", "--mixed"]).arg(&image).run()?;
+    Cmd::new("gzip").args(["-n", "-c"]).arg(&image).read_bytes()
 }
 
 /// The module with its `.BTF` section removed, as a kernel without module BTF would build it.
