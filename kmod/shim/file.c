@@ -22,7 +22,6 @@
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
-#include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/user_namespace.h>
 
@@ -109,8 +108,10 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 	const struct super_block *sb = inode->i_sb;
 	struct timespec64 ctime = inode_get_ctime(inode);
 	struct timespec64 mtime = inode_get_mtime(inode);
+	const char *fs = sb->s_type->name;
 	struct timespec64 now;
 	u32 facts = 0;
+	size_t i;
 
 	memset(id, 0, sizeof(*id));
 	id->dev = sb->s_dev;
@@ -120,7 +121,9 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 	id->ctime_ns = timespec64_to_ns(&ctime);
 	id->mtime_ns = timespec64_to_ns(&mtime);
 	id->inode = (uintptr_t)inode;
-	strscpy_pad(id->fs, sb->s_type->name, sizeof(id->fs));
+	/* A loop, not strscpy_pad: gcc's fortified string functions bring a panic path. */
+	for (i = 0; i + 1 < sizeof(id->fs) && fs[i]; i++)
+		id->fs[i] = fs[i];
 	if (IS_I_VERSION(inode)) {
 		/* Querying marks the version seen, so the next change must increment it. */
 		id->version = inode_query_iversion((struct inode *)inode);
@@ -155,18 +158,18 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 static void elfsig_handle(struct inode *inode, struct elfsig_file_id *id)
 {
 #if IS_ENABLED(CONFIG_EXPORTFS)
-	int len = ARRAY_SIZE(id->handle);
-	int type = exportfs_encode_inode_fh(inode, (struct fid *)id->handle, &len, NULL,
+	u32 handle[ARRAY_SIZE(id->handle)] = {};
+	int len = ARRAY_SIZE(handle), i;
+	int type = exportfs_encode_inode_fh(inode, (struct fid *)handle, &len, NULL,
 					    EXPORT_FH_FID);
 
-	if (type > 0 && type != FILEID_INVALID && len > 0 && len <= ARRAY_SIZE(id->handle)) {
-		/* Zero what the handle did not fill, so that equal handles compare equal. */
-		memset(id->handle + len, 0, (ARRAY_SIZE(id->handle) - len) * sizeof(id->handle[0]));
+	/* What the handle did not fill stays zero, so that equal handles compare equal. */
+	if (type > 0 && type != FILEID_INVALID && len > 0 && len <= ARRAY_SIZE(handle)) {
+		for (i = 0; i < len; i++)
+			id->handle[i] = handle[i];
 		id->facts |= ELFSIG_FACT_HANDLE;
-		return;
 	}
 #endif
-	memset(id->handle, 0, sizeof(id->handle));
 }
 
 /*

@@ -27,8 +27,8 @@ pub const NAME: &str = "debian-7.2";
 /// The archive; `ELFSIG_DEBIAN_MIRROR` overrides it.
 const MIRROR: &str = "http://deb.debian.org/debian";
 
-/// What the build root needs on this machine.
-const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux")];
+/// What the build root needs on this machine (modinfo, from kmod, reads the module built there).
+const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux"), Need::Deb("kmod")];
 
 /// The kernel's packages and the toolchain Debian built it with (the kernel's .config names
 /// gcc-14, rustc 1.85.1 and bindgen 0.71.1, which are trixie's), plus DKMS.
@@ -55,6 +55,8 @@ fn packages() -> Vec<String> {
     .to_vec();
     packages.push(format!("linux-headers-{RELEASE}={PACKAGE_VERSION}"));
     packages.push(format!("linux-binary-{RELEASE}={PACKAGE_VERSION}"));
+    // Its modules: the filesystems the VM suite's unprivileged cases mount.
+    packages.push(format!("linux-modules-{RELEASE}={PACKAGE_VERSION}"));
     packages.push(format!("linux-source-7.2={PACKAGE_VERSION}"));
     packages
 }

@@ -31,6 +31,8 @@ pub const KERNEL_TOOLS: &[Need] = &[
     Need::Deb("xz-utils"),
     // pahole: BTF for the kernel and modules, which the mapping guard's kfunc needs.
     Need::Deb("dwarves"),
+    // modinfo: which kernel a built module is for.
+    Need::Deb("kmod"),
     Need::RustSrc,
     Need::CargoTool { krate: "bindgen-cli", binary: "bindgen" },
 ];
