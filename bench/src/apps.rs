@@ -66,7 +66,7 @@ fn clear(path: &str) -> Result<(), String> {
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     setup()?;
-    let runs = effort.pick(40, 6);
+    let runs = effort.pick(40, 6, 2);
     for run in effort.rounds(runs) {
         progress(&format!("apps run {}/{runs}", run + 1));
         let times = totals(&switch.interleave(run, 1, prepare, measure)?);

@@ -13,9 +13,9 @@ pub(crate) const PROGRAMS: [&str; 18] = [
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let rounds = effort.pick(4, 2);
-    let slices = effort.pick(10, 5);
-    let per_slice = 25 / effort.pick(1, 2);
+    let rounds = effort.pick(4, 2, 2);
+    let slices = effort.pick(10, 5, 1);
+    let per_slice = effort.pick(25, 12, 2);
     if effort.first() {
         emit("meta", "coreutils-execs-per-program", "-", 0, (rounds * slices * per_slice) as f64, "execs");
     }

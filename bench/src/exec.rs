@@ -12,8 +12,8 @@ const KEYS: &str = "keys";
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let slices = 10;
-    let per_slice = effort.pick(200, 20);
-    for run in effort.rounds(5) {
+    let per_slice = effort.pick(200, 20, 2);
+    for run in effort.rounds(effort.pick(5, 5, 2)) {
         progress(&format!("exec run {}/5", run + 1));
         let totals = totals(&switch.interleave(
             run,
@@ -32,9 +32,9 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
 /// Cold execs of [`image::BENCH_HELLO_BY_KEY`]'s copies, alternating slice by slice: the kernel
 /// verifies each copy's signature on every exec, and nothing else differs.
 fn keys(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let (slices, per_slice) = (10, effort.pick(100, 10));
+    let (slices, per_slice) = (10, effort.pick(100, 10, 2));
     switch.enter(Config::ElfsigCold)?;
-    for run in effort.rounds(5) {
+    for run in effort.rounds(effort.pick(5, 5, 2)) {
         progress(&format!("keys run {}/5", run + 1));
         let mut totals = [0.0; 2];
         for slice in 0..slices {

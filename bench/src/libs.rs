@@ -49,9 +49,9 @@ fn measure(config: Config, count: usize) -> Result<Vec<f64>, String> {
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let rounds = effort.pick(4, 2);
-    let slices = effort.pick(5, 2);
-    let per_slice = effort.pick(5, 2);
+    let rounds = effort.pick(4, 2, 2);
+    let slices = effort.pick(5, 2, 1);
+    let per_slice = effort.pick(5, 2, 1);
     if effort.first() {
         emit("meta", "libs-execs-per-case", "-", 0, (rounds * slices * per_slice) as f64, "execs");
     }

@@ -2,7 +2,8 @@
 //! configurations, and prints each raw measurement on the console for `cargo xtask bench`.
 //!
 //! Suites, in order: `coreutils`, `libs`, `exec`, `unixbench`, `apps`, `large`. The kernel command
-//! line's `elfsig.quick=1` makes each shorter (fewer repetitions, all suites);
+//! line's `elfsig.effort=quick` makes each shorter (fewer repetitions, all suites), and
+//! `elfsig.effort=smoke` just long enough to produce every row;
 //! `elfsig.suites=a,b` runs only those (`cargo xtask bench --suite`, while working on one).
 //!
 //! Run as `elfsig-bench execl-chain N MODE`, it is the program the execl benchmark chains; as
@@ -40,8 +41,10 @@ fn main() {
     let part = elfsig_guest::cmdline(image::BENCH_PART).unwrap_or_else(|| "0/1".into());
     let (index, count) =
         part.split_once('/').and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?))).unwrap_or((0, 1));
-    let quick = elfsig_guest::cmdline(image::BENCH_QUICK).as_deref() == Some("1");
-    let effort = Effort { quick, index, count };
+    let level = elfsig_guest::cmdline(image::BENCH_EFFORT)
+        .and_then(|word| image::BenchEffort::parse(&word))
+        .unwrap_or(image::BenchEffort::Full);
+    let effort = Effort { level, index, count };
     let suites = elfsig_guest::cmdline(image::BENCH_SUITES);
     let result = run(effort, |suite| suites.as_deref().is_none_or(|list| list.split(',').any(|s| s == suite)));
     if let Err(e) = &result {
@@ -55,16 +58,16 @@ fn main() {
 /// runs after boot pay for filling caches (page cache, dentries, and under QEMU's emulation its
 /// translation of every code path), which would count against whichever configuration came
 /// first.
-fn warm_up(switch: &mut Switch) -> Result<(), String> {
+fn warm_up(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     measure::progress("warming up");
     for config in Config::ALL {
         switch.enter(config)?;
         for program in coreutils::PROGRAMS {
-            for _ in 0..3 {
+            for _ in 0..effort.pick(3, 3, 1) {
                 measure::exec_us(&config.program(program), &["--version"])?;
             }
         }
-        for _ in 0..20 {
+        for _ in 0..effort.pick(20, 20, 2) {
             measure::exec_us(&config.program("hello"), &[])?;
         }
     }
@@ -92,7 +95,7 @@ fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
     measure::progress("setting up IMA");
     ima::setup()?;
     let mut switch = Switch::default();
-    warm_up(&mut switch)?;
+    warm_up(&mut switch, effort)?;
     type Suite = fn(&mut Switch, Effort) -> Result<(), String>;
     let suites: [(&str, Suite); 6] = [
         ("coreutils", coreutils::run),

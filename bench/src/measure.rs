@@ -6,9 +6,9 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use crate::config::Config;
-use elfsig_guest::image;
+use elfsig_guest::image::{self, BenchEffort};
 
-/// How much to measure (the full run or `--quick`), and which share of it this VM measures.
+/// How much to measure (full, `--quick`, or a smoke run), and which share of it this VM measures.
 ///
 /// The host runs two bench VMs at once, one per CPU, because the emulated exec path does not
 /// scale with guest CPUs: VM `index` of `count` measures the rounds (runs) whose number modulo
@@ -16,15 +16,15 @@ use elfsig_guest::image;
 /// the host merges the results as if one VM had measured them all.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Effort {
-    pub(crate) quick: bool,
+    pub(crate) level: BenchEffort,
     pub(crate) index: usize,
     pub(crate) count: usize,
 }
 
 impl Effort {
-    /// `full` in a full run, `quick` with `--quick`.
-    pub(crate) fn pick<T>(self, full: T, quick: T) -> T {
-        if self.quick { quick } else { full }
+    /// `full` in a full run, `quick` with `--quick`, `smoke` in a smoke run.
+    pub(crate) fn pick<T>(self, full: T, quick: T, smoke: T) -> T {
+        self.level.pick(full, quick, smoke)
     }
 
     /// The rounds out of `0..total` this VM measures.

@@ -52,9 +52,9 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     setup()?;
     // Each slice is a run of its own: the report compares every configuration with the
     // baseline measured in the same slice.
-    let slices = effort.pick(3, 2);
-    let limit = Duration::from_secs_f64(effort.pick(0.5, 0.25));
-    let rounds = effort.pick(4, 2);
+    let slices = effort.pick(3, 2, 1);
+    let limit = Duration::from_secs_f64(effort.pick(0.5, 0.25, 0.05));
+    let rounds = effort.pick(4, 2, 2);
     for round in effort.rounds(rounds) {
         progress(&format!("unixbench round {}/{rounds}", round + 1));
         let measured = switch.interleave(round, slices, prepare, |config| {

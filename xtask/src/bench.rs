@@ -4,7 +4,8 @@
 //!
 //! Two VMs, one per host CPU, run `bench/` (the `elfsig-bench` program) as their init: each
 //! measures every other round and interleaves the four configurations within it; the host
-//! merges both. `--quick` does fewer repetitions of every suite. It runs on the 6.12 test kernel
+//! merges both. `--quick` does fewer repetitions of every suite; `cargo xtask test` runs a smoke
+//! run, just long enough for every suite to produce its rows. It runs on the 6.12 test kernel
 //! and then on Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels
 //! side by side before each one's own sections (`results-debian-7.2.csv`,
 //! `chart-debian-7.2.svg` for Debian's).
@@ -25,7 +26,7 @@ use crate::cmd::Cmd;
 use crate::deps::{self, Need};
 use crate::vm::{self, Kernels, qemu};
 use crate::{Result, debian_kernel, flags, keys, kmod, paths, tools};
-use elfsig_guest::image;
+use elfsig_guest::image::{self, BenchEffort};
 
 /// What the bench needs besides the kernel build tools.
 const BENCH_PACKAGES: &[Need] = &[
@@ -59,7 +60,7 @@ pub fn run(options: &flags::Bench) -> Result {
     if suites.contains(&BOOT) && !kernels.test() {
         return Err(format!("the {BOOT} suite boots the test kernel only: drop --kernel, or use --kernel test"));
     }
-    bench(options.quick, &suites, kernels)
+    bench(if options.quick { BenchEffort::Quick } else { BenchEffort::Full }, &suites, kernels)
 }
 
 /// The bench VM's suites, as `--suite` names them.
@@ -78,6 +79,8 @@ struct KernelRun {
     suffix: String,
     results: results::Results,
     accel: String,
+    /// What the guests' clocks counted.
+    clock: qemu::Clock,
     seconds: f64,
 }
 
@@ -89,27 +92,32 @@ impl KernelRun {
             suffix: suffix.to_owned(),
             results: results::Results::default(),
             accel: String::new(),
+            clock: if suffix.ends_with(figure(qemu::Clock::Instructions).1) {
+                qemu::Clock::Instructions
+            } else {
+                qemu::Clock::Host
+            },
             seconds: 0.0,
         }
     }
 }
 
-/// The bench, full or quick; every suite, or those named; on the test kernel, Debian's, or
-/// both, one after the other, reported side by side.
-pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
+/// The bench, full, quick or a smoke run; every suite, or those named; on the test kernel,
+/// Debian's, or both, one after the other, reported side by side.
+pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     let start = Instant::now();
     let started = Cmd::new("date").args(["-u", "+%Y-%m-%dT%H-%M-%SZ"]).read()?.trim().to_owned();
     deps::ensure(BENCH_PACKAGES)?;
     deps::ensure(deps::GUARD_PACKAGES)?;
     // Natively first, while nothing else runs.
-    let native = native::measure(quick)?;
+    let native = native::measure(effort)?;
 
     let elfsig = tools::build_cli()?;
     let keys = keys::test_keys(&elfsig)?;
     let program = tools::build_static("elfsig-bench")?;
     // On the host too, before the VMs load it.
     let signing = if suites.is_empty() || suites.contains(&SIGNING) {
-        Some(signing::measure(&elfsig, &keys, quick)?)
+        Some(signing::measure(&elfsig, &keys, effort)?)
     } else {
         None
     };
@@ -123,30 +131,56 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     // The boot suite's image too, before any long run.
     let boot_suite = kernels.test() && (suites.is_empty() || suites.contains(&BOOT));
     let boot_image = if boot_suite { Some(boot::prepare()?) } else { None };
-    if kernels.test() {
-        let name = "the 6.12 test kernel (no debug options)";
-        let mut run = if vms {
-            let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
-            let initramfs = stage::initramfs(&elfsig, &program, &ko, &keys)?;
-            run_vms(name, "", &kernel.bzimage, &initramfs, 1, "", quick, &vm_suites)?
-        } else {
-            KernelRun::empty(name, "")
-        };
-        if let Some(image) = &boot_image {
-            let start = Instant::now();
-            let (results, accel) = boot::measure(image, quick)?;
-            run.results.records.extend(results.records);
-            run.accel = accel;
-            run.seconds += start.elapsed().as_secs_f64();
+    // Every kernel twice: its guest clock counting instructions (the figure a repeat run
+    // reproduces, whatever the host's load), then the host's time.
+    let test_kernel = if kernels.test() && vms {
+        let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
+        Some((kernel, stage::initramfs(&elfsig, &program, &ko, &keys)?))
+    } else {
+        None
+    };
+    let debian_initramfs = match &debian {
+        Some((_, ko)) => Some(stage::initramfs(&elfsig, &program, ko, &keys)?),
+        None => None,
+    };
+    for clock in [qemu::Clock::Instructions, qemu::Clock::Host] {
+        let (figure, clock_suffix) = figure(clock);
+        if kernels.test() {
+            let name = format!("the 6.12 test kernel (no debug options), {figure}");
+            let mut run = match &test_kernel {
+                Some((kernel, initramfs)) => {
+                    run_vms(&name, clock_suffix, &kernel.bzimage, initramfs, 1, "", effort, &vm_suites, clock)?
+                }
+                None => KernelRun::empty(&name, clock_suffix),
+            };
+            // A smoke run boots the system with one clock: booting is the same either way.
+            let boot_image =
+                boot_image.as_ref().filter(|_| effort != BenchEffort::Smoke || clock == qemu::Clock::Instructions);
+            if let Some(image) = boot_image {
+                let start = Instant::now();
+                let (results, accel) = boot::measure(image, effort, clock)?;
+                run.results.records.extend(results.records);
+                run.accel = accel;
+                run.seconds += start.elapsed().as_secs_f64();
+            }
+            runs.push(run);
         }
-        runs.push(run);
-    }
-    if let Some((kernel, ko)) = &debian {
-        let initramfs = stage::initramfs(&elfsig, &program, ko, &keys)?;
-        let name = format!("Debian's {} kernel", debian_kernel::RELEASE);
-        let distro = format!(" {}=distro", image::KERNEL);
-        let suffix = format!("-{}", debian_kernel::NAME);
-        runs.push(run_vms(&name, &suffix, &kernel.vmlinuz, &initramfs, vm::DEBIAN_CPUS, &distro, quick, &vm_suites)?);
+        if let (Some((kernel, _)), Some(initramfs)) = (&debian, &debian_initramfs) {
+            let name = format!("Debian's {} kernel, {figure}", debian_kernel::RELEASE);
+            let distro = format!(" {}=distro", image::KERNEL);
+            let suffix = format!("-{}{clock_suffix}", debian_kernel::NAME);
+            runs.push(run_vms(
+                &name,
+                &suffix,
+                &kernel.vmlinuz,
+                initramfs,
+                vm::DEBIAN_CPUS,
+                &distro,
+                effort,
+                &vm_suites,
+                clock,
+            )?);
+        }
     }
 
     let dir = paths::target().join("bench").join(&started);
@@ -161,8 +195,9 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
         let meta = report::Meta {
             kernel: run.name.clone(),
             suffix: run.suffix.clone(),
-            quick,
+            effort,
             accel: run.accel.clone(),
+            clock: run.clock,
             started: started.clone(),
             seconds: run.seconds,
         };
@@ -206,8 +241,16 @@ pub fn bench(quick: bool, suites: &[&str], kernels: Kernels) -> Result {
     Ok(())
 }
 
-/// Boots the bench VMs on `kernel` with `cpus` vCPUs each and `extra` on the command line, and
-/// reads their measurements.
+/// How the report names the figure a guest clock gives, and what its files' names end with.
+pub fn figure(clock: qemu::Clock) -> (&'static str, &'static str) {
+    match clock {
+        qemu::Clock::Instructions => ("instructions", "-instructions"),
+        qemu::Clock::Host => ("host time", ""),
+    }
+}
+
+/// Boots the bench VMs on `kernel` with `cpus` vCPUs each and `extra` on the command line, with
+/// their clocks counting as `clock` says, and reads their measurements.
 #[allow(clippy::too_many_arguments)]
 fn run_vms(
     name: &str,
@@ -216,8 +259,9 @@ fn run_vms(
     initramfs: &Path,
     cpus: u32,
     extra: &str,
-    quick: bool,
+    effort: BenchEffort,
     suites: &[&str],
+    clock: qemu::Clock,
 ) -> Result<KernelRun> {
     let start = Instant::now();
     // Emulated guests do not run exec-heavy work faster with more CPUs, but two one-CPU
@@ -230,7 +274,7 @@ fn run_vms(
             } else {
                 format!(" {}={}", image::BENCH_SUITES, suites.join(","))
             };
-            format!("{}={} {}={i}/{VMS}{only}{extra}", image::BENCH_QUICK, u8::from(quick), image::BENCH_PART)
+            format!("{}={} {}={i}/{VMS}{only}{extra}", image::BENCH_EFFORT, effort.word(), image::BENCH_PART)
         })
         .collect();
     let boots: Vec<qemu::Boot<'_>> = (0..VMS)
@@ -239,10 +283,11 @@ fn run_vms(
             kernel,
             initramfs,
             append: &appends[i],
-            timeout_secs: if quick { 1500 } else { 3000 },
+            timeout_secs: effort.pick(3000, 1500, 900),
             memory_mb: 3072,
             cpus,
             label: &labels[i],
+            clock,
         })
         .collect();
     let runs = qemu::boot_all(&boots)?;
@@ -254,6 +299,7 @@ fn run_vms(
         suffix: suffix.to_owned(),
         results,
         accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
+        clock,
         seconds: start.elapsed().as_secs_f64(),
     })
 }

@@ -28,7 +28,7 @@ pub const NAME: &str = "debian-7.2";
 const MIRROR: &str = "http://deb.debian.org/debian";
 
 /// What the build root needs on this machine (modinfo, from kmod, reads the module built there).
-const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux"), Need::Deb("kmod")];
+pub const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux"), Need::Deb("kmod")];
 
 /// The kernel's packages and the toolchain Debian built it with (the kernel's .config names
 /// gcc-14, rustc 1.85.1 and bindgen 0.71.1, which are trixie's), plus DKMS.

@@ -5,6 +5,7 @@ use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::kernel::Flavor;
 use crate::vm::Kernels;
 use crate::{Result, bench, distro, dkms, flags, fuzz, keys, kmod, mok, nopanic, paths, stress, tools, vm};
+use elfsig_guest::image::BenchEffort;
 
 /// Runs the task.
 pub fn run(options: &flags::Test) -> Result {
@@ -14,32 +15,90 @@ pub fn run(options: &flags::Test) -> Result {
         return vm_suite(kernels);
     }
     let root = paths::root();
+    let mut phases = Phases::default();
     deps::ensure(TEST_PACKAGES)?;
-    Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
-    Cmd::new("cargo")
-        .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
-        .dir(&root)
-        .run()?;
-    nopanic::check()?;
-    Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()?;
-    fuzz::smoke()?;
+    // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
+    // each) are made meanwhile, while the workspace builds and tests use the CPUs.
+    let roots = prepare_roots(kernels)?;
+    phases.time("fmt, clippy, panic check", || {
+        Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
+        Cmd::new("cargo")
+            .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
+            .dir(&root)
+            .run()?;
+        nopanic::check()
+    })?;
+    phases.time("workspace tests", || {
+        Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()
+    })?;
+    phases.time("fuzz smoke", fuzz::smoke)?;
+    roots.join().map_err(|_| "preparing the Debian roots panicked".to_owned())??;
     if kernels.test() {
-        vm_suite(Kernels::Test)?;
-        dkms_build()?;
-        stress::stress(stress::QUICK_SECONDS)?;
-        distro::test()?;
+        phases.time("VM suite (test kernel)", || vm_suite(Kernels::Test))?;
+        phases.time("dkms build", dkms_build)?;
+        phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
+        phases.time("signed Debian system", distro::test)?;
     }
     if kernels.debian() {
-        deps::ensure(vm::VM_PACKAGES)?;
-        vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))?;
+        phases.time("Debian 7.2: VM suite and stress", || {
+            deps::ensure(vm::VM_PACKAGES)?;
+            vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
+        })?;
     }
-    // A smoke test of the bench machinery (build, boot, every suite, report); its timings
-    // are not asserted on. On the test kernel only, unless asked for Debian's: Debian's kernel
-    // has had its VM suite and stress run above, and the bench on it repeats the same
-    // machinery for 9 minutes that a cold CI run (kernels, roots and trees built) cannot spare.
-    bench::bench(true, &[], if kernels.test() { Kernels::Test } else { Kernels::Debian })?;
+    // A smoke run of the bench (build, boot, every suite with both clocks, the report): its
+    // timings are not asserted on, only that every suite produced well-formed rows.
+    phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], kernels))?;
+    phases.print();
     eprintln!("xtask: all tests passed");
     Ok(())
+}
+
+/// How long each part of the run took, printed at the end (and kept when a part fails, for
+/// the message).
+#[derive(Default)]
+struct Phases {
+    taken: Vec<(&'static str, std::time::Duration)>,
+    started: Option<std::time::Instant>,
+}
+
+impl Phases {
+    fn time(&mut self, name: &'static str, part: impl FnOnce() -> Result) -> Result {
+        let start = std::time::Instant::now();
+        self.started.get_or_insert(start);
+        let result = part();
+        self.taken.push((name, start.elapsed()));
+        if result.is_err() {
+            self.print();
+        }
+        result
+    }
+
+    fn print(&self) {
+        eprintln!("xtask: time taken, part by part:");
+        for (name, taken) in &self.taken {
+            eprintln!("  {:>6.0} s  {name}", taken.as_secs_f64());
+        }
+        if let Some(started) = self.started {
+            eprintln!("  {:>6.0} s  in all", started.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// Makes the Debian roots the later parts need, in the background; the handle says whether
+/// that worked.
+fn prepare_roots(kernels: Kernels) -> Result<std::thread::JoinHandle<Result>> {
+    // Whatever they need of this machine first, here: apt-get runs one at a time.
+    deps::ensure(crate::distro::HOST_TOOLS)?;
+    deps::ensure(crate::debian_kernel::HOST_TOOLS)?;
+    Ok(std::thread::spawn(move || {
+        if kernels.test() {
+            crate::distro::pristine_root()?;
+        }
+        if kernels.debian() {
+            crate::debian_kernel::kernel()?;
+        }
+        Ok(())
+    }))
 }
 
 /// The kernel module's end-to-end suite in a VM, on the test kernel and on Debian's (the quick

@@ -145,6 +145,7 @@ fn boot_suite(
             memory_mb: 2048,
             cpus,
             label,
+            clock: qemu::Clock::Host,
         })?;
         check_report(&run.console)?;
     }

@@ -150,8 +150,45 @@ pub const BOOT_IMA_POLICY: &str = "/etc/elfsig-bench/ima-policy";
 pub const BENCH_SUITES: &str = "elfsig.suites";
 /// The bench's command-line word for which share of the rounds a VM measures: `INDEX/COUNT`.
 pub const BENCH_PART: &str = "elfsig.part";
-/// The bench's command-line word for measuring briefly: `1`.
-pub const BENCH_QUICK: &str = "elfsig.quick";
+/// The bench's command-line word for how much to measure: [`BenchEffort::word`].
+pub const BENCH_EFFORT: &str = "elfsig.effort";
+
+/// How much a bench run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchEffort {
+    /// Every repetition: `cargo xtask bench`.
+    Full,
+    /// Fewer: `cargo xtask bench --quick`.
+    Quick,
+    /// Just enough for every suite to produce well-formed rows, in seconds: what `cargo xtask
+    /// test` runs to check that the bench works, not to measure.
+    Smoke,
+}
+
+impl BenchEffort {
+    /// The command-line word.
+    pub fn word(self) -> &'static str {
+        match self {
+            BenchEffort::Full => "full",
+            BenchEffort::Quick => "quick",
+            BenchEffort::Smoke => "smoke",
+        }
+    }
+
+    /// The effort a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [BenchEffort::Full, BenchEffort::Quick, BenchEffort::Smoke].into_iter().find(|e| e.word() == word)
+    }
+
+    /// `full`, `quick` or `smoke`, as this effort asks.
+    pub fn pick<T>(self, full: T, quick: T, smoke: T) -> T {
+        match self {
+            BenchEffort::Full => full,
+            BenchEffort::Quick => quick,
+            BenchEffort::Smoke => smoke,
+        }
+    }
+}
 
 /// How the bench's report lines start: one raw measurement (`suite,case,config,run,value,unit`).
 pub const BENCH_MEASUREMENT: &str = "ELFSIG-BENCH ";

@@ -10,6 +10,7 @@
 //! ratios pair them.
 
 use elfsig_guest::image::BOOT_BENCH;
+use elfsig_guest::image::BenchEffort;
 
 use super::results::{Record, Results, median};
 use crate::distro::image::Image;
@@ -35,14 +36,21 @@ pub fn prepare() -> Result<(Kernel, Image)> {
     distro::signed_image()
 }
 
-/// Boots `image` on `kernel` in every configuration, four rounds (one when `quick`); returns
-/// what the guests measured and the accelerator they ran on.
-pub fn measure((kernel, image): &(Kernel, Image), quick: bool) -> Result<(Results, String)> {
-    let rounds = if quick { 1 } else { 4 };
+/// Boots `image` on `kernel` in every configuration, four rounds (one when quick); returns
+/// what the guests measured and the accelerator they ran on. A smoke run boots each
+/// configuration once.
+pub fn measure(
+    (kernel, image): &(Kernel, Image),
+    effort: BenchEffort,
+    clock: qemu::Clock,
+) -> Result<(Results, String)> {
+    let rounds = effort.pick(4, 1, 1);
+    // With two VMs a step, every configuration has booted after all steps but the last.
+    let steps = effort.pick(CONFIGS.len(), CONFIGS.len(), CONFIGS.len().div_ceil(VMS));
     let mut results = Results::default();
     let mut accel = "";
     for round in 0..rounds {
-        for step in 0..CONFIGS.len() {
+        for step in 0..steps {
             let booted: Vec<(&str, usize)> =
                 (0..VMS).map(|vm| (CONFIGS[(round + step + vm) % CONFIGS.len()], round * VMS + vm)).collect();
             eprintln!(
@@ -52,7 +60,9 @@ pub fn measure((kernel, image): &(Kernel, Image), quick: bool) -> Result<(Result
                 CONFIGS.len(),
                 booted.iter().map(|(config, run)| format!("{config} (run {run})")).collect::<Vec<_>>().join(", ")
             );
-            let labels: Vec<String> = booted.iter().map(|(config, run)| format!("boot-{config}-{run}")).collect();
+            let figure = crate::bench::figure(clock).1;
+            let labels: Vec<String> =
+                booted.iter().map(|(config, run)| format!("boot{figure}-{config}-{run}")).collect();
             let appends: Vec<String> = booted
                 .iter()
                 .map(|(config, run)| {
@@ -72,6 +82,7 @@ pub fn measure((kernel, image): &(Kernel, Image), quick: bool) -> Result<(Result
                     memory_mb: 2048,
                     cpus: 1,
                     label,
+                    clock,
                 })
                 .collect();
             for (label, run) in labels.iter().zip(qemu::boot_all(&boots)?) {

@@ -3,6 +3,7 @@
 //! how long the benchmarked programs take to run natively. Together they project the VM's
 //! first-exec costs onto real hardware, since the VM runs under emulation here.
 
+use elfsig_guest::image::BenchEffort;
 use std::fs;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -53,9 +54,9 @@ impl Native {
 }
 
 /// Takes the native measurements.
-pub fn measure(quick: bool) -> Result<Native> {
+pub fn measure(effort: BenchEffort) -> Result<Native> {
     let mut cmd = Cmd::new("cargo").args(["bench", "--package", "elfsig-cli", "--bench", "elfsig"]).dir(&paths::root());
-    if quick {
+    if effort != BenchEffort::Full {
         cmd = cmd.args(["--", "--quick"]);
     }
     cmd.run()?;
@@ -64,7 +65,7 @@ pub fn measure(quick: bool) -> Result<Native> {
         sha256_mbps: openssl_sha256()?,
         rsa3072_verify_us: openssl_rsa3072_verify_us()?,
         criterion: criterion_results()?,
-        exec_us: exec_times(if quick { 50 } else { 300 })?,
+        exec_us: exec_times(effort.pick(300, 50, 5))?,
     })
 }
 

@@ -4,6 +4,7 @@
 
 mod boot;
 
+use elfsig_guest::image::BenchEffort;
 use std::fmt::Write as _;
 
 use super::native::{COREUTILS, Native};
@@ -19,10 +20,12 @@ pub struct Meta {
     pub kernel: String,
     /// What the names of its results and chart files end with.
     pub suffix: String,
-    /// `--quick`.
-    pub quick: bool,
+    /// Full, `--quick`, or a smoke run.
+    pub effort: BenchEffort,
     /// QEMU accelerator used.
     pub accel: String,
+    /// What the guests' clocks counted.
+    pub clock: crate::vm::qemu::Clock,
     /// When the run started.
     pub started: String,
     /// How long it took, in seconds.
@@ -94,7 +97,7 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     let _ = write!(
         md,
         "{} run started {}, {:.0} s, QEMU ({}) on {}. Host CPU: {}.",
-        if meta.quick { "Quick (`--quick`)" } else { "Full" },
+        meta.effort.pick("Full", "Quick (`--quick`)", "Smoke (`cargo xtask test`: timings not meant to be read)"),
         meta.started,
         meta.seconds,
         meta.accel,
@@ -119,6 +122,21 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
              section projects the verification cost onto this machine's CPU.\n\n",
         );
     }
+    md.push_str(match meta.clock {
+        crate::vm::qemu::Clock::Instructions => {
+            "**Figure: instructions.** The guests ran with `-icount shift=0,sleep=off`: their clock advanced 1 ns \
+             for every instruction they executed, so every time below counts instructions (1 µs reads 1,000 \
+             instructions, 1 s a billion), and the host's load cannot move it: a repeat run reproduces it. What \
+             it leaves out is what instructions do not say: the host's caches and memory, I/O the host completes \
+             in its own time (the boot suite's disk), and emulation's own costs. The verdicts below rest on this \
+             figure.\n\n"
+        }
+        crate::vm::qemu::Clock::Host => {
+            "**Figure: host time.** The guests' clock followed the host's: wall-clock time under emulation, \
+             which measures the host's load as much as elfsig. Read it beside the instruction figure: where \
+             they disagree, it is the host's noise or what instructions leave out.\n\n"
+        }
+    });
 
     targets(&mut md, results, native);
     // Each suite's section, when it ran (`--suite`).

@@ -3,6 +3,7 @@
 //! SoftHSM2 token, on one core and on all. The configurations are interleaved round by round
 //! (rotating order), and every run starts from the same unsigned tree.
 
+use elfsig_guest::image::BenchEffort;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
@@ -21,7 +22,7 @@ pub const SUITE: &str = "signing";
 const PROGRAMS: [&str; 4] = ["ls", "cp", "tar", "grep"];
 
 /// Measures, and returns the records (`signing,<key>-<cores>,<cores>,run,files/s`).
-pub fn measure(elfsig: &Path, keys: &TestKeys, quick: bool) -> Result<Results> {
+pub fn measure(elfsig: &Path, keys: &TestKeys, effort: BenchEffort) -> Result<Results> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let keyed: [(&str, &KeyPair); 4] = [
         ("rsa-3072-file", &keys.kernel),
@@ -31,11 +32,11 @@ pub fn measure(elfsig: &Path, keys: &TestKeys, quick: bool) -> Result<Results> {
     ];
     let dir = paths::target().join("bench/signing");
     let pristine = dir.join("pristine");
-    let copies = if quick { 16 } else { 64 };
+    let copies = effort.pick(64, 16, 2);
     let files = make_tree(&pristine, copies)?;
     let tree = dir.join("tree");
     let mut results = Results::default();
-    let rounds = if quick { 2 } else { 5 };
+    let rounds = effort.pick(5, 2, 1);
     let mut configurations: Vec<(&str, &KeyPair, usize)> = Vec::new();
     for (name, key) in keyed {
         for threads in [1, cores] {

@@ -32,6 +32,22 @@ pub struct Boot<'a> {
     pub cpus: u32,
     /// Names the VM in echoed lines and its console log, `target/vm/<label>.log`.
     pub label: &'a str,
+    /// The guest's clock.
+    pub clock: Clock,
+}
+
+/// What the guest's clock counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The host's time, as a VM's clock normally does: under TCG the host's load moves every
+    /// timing.
+    Host,
+    /// Instructions: `-icount shift=0,sleep=off,align=off` advances the guest's clock by 1 ns
+    /// for every instruction the guest executes (one vCPU at a time, on one host thread), and
+    /// skips time the guest would spend idle straight to its next timer. A timing read in the
+    /// guest counts the instructions executed, whatever else the host is doing; only I/O that
+    /// the host completes in its own time (a disk) can still move it.
+    Instructions,
 }
 
 /// What a boot produced.
@@ -52,9 +68,15 @@ pub fn boot(boot: &Boot<'_>) -> Result<Run> {
 
 /// Boots every VM at once and waits for all of them; fails if any fails.
 pub fn boot_all(boots: &[Boot<'_>]) -> Result<Vec<Run>> {
-    let Some(first) = boots.first() else { return Ok(Vec::new()) };
+    boot_each(boots).into_iter().collect()
+}
+
+/// Boots every VM at once and waits for all of them; what each produced, or why it failed.
+pub fn boot_each(boots: &[Boot<'_>]) -> Vec<Result<Run>> {
+    let Some(first) = boots.first() else { return Vec::new() };
     // Probe once, before the VMs compete for the answer.
-    let kvm = kvm_works(first.kernel, first.initramfs);
+    // Counting instructions takes TCG: no probe then.
+    let kvm = first.clock == Clock::Host && kvm_works(first.kernel, first.initramfs);
     let accel = if kvm { "kvm" } else { "tcg" };
     let consoles: Vec<Result<String>> = std::thread::scope(|scope| {
         let running: Vec<_> = boots.iter().map(|b| scope.spawn(move || run(b, kvm))).collect();
@@ -68,7 +90,13 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     cmd.args(["-machine", "pc", "-no-reboot", "-nodefaults"])
         .args(["-smp", &boot.cpus.to_string(), "-m", &boot.memory_mb.to_string()])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
-        .args(if kvm { ["-accel", "kvm", "-cpu", "host"] } else { ["-accel", "tcg", "-cpu", "max"] })
+        .args(match (kvm, boot.clock) {
+            (_, Clock::Instructions) => {
+                vec!["-accel", "tcg,thread=single", "-cpu", "max", "-icount", "shift=0,sleep=off,align=off"]
+            }
+            (true, Clock::Host) => vec!["-accel", "kvm", "-cpu", "host"],
+            (false, Clock::Host) => vec!["-accel", "tcg", "-cpu", "max"],
+        })
         .arg("-kernel")
         .arg(boot.kernel)
         .arg("-initrd")
@@ -196,6 +224,7 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
         memory_mb: 1024,
         cpus: 1,
         label: "kvm-probe",
+        clock: Clock::Host,
     };
     let works = run(&probe, true).is_ok_and(|out| ktap::parse(&out).check().is_ok());
     eprintln!("xtask: KVM {}", if works { "works" } else { "does not work here; using TCG" });

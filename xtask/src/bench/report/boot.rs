@@ -214,7 +214,8 @@ mod tests {
         let meta = Meta {
             kernel: "k".into(),
             suffix: String::new(),
-            quick: false,
+            effort: elfsig_guest::image::BenchEffort::Full,
+            clock: crate::vm::qemu::Clock::Host,
             accel: "tcg".into(),
             started: "now".into(),
             seconds: 1.0,
