@@ -11,14 +11,16 @@ use elfsig_guest::harness::{Context, Outcome, keyring, read, unload_when_idle, w
 use elfsig_guest::image;
 use elfsig_guest::system;
 
-use super::load::Shared;
+use super::load::{Shared, Slot};
 
 /// The disturbances, spread over `phase` in twelve ticks: a cache flush at each, the key added
 /// at the third and removed (with a flush) at the ninth, the revocation at the sixth, an unload
 /// and reload at the fourth and tenth, and a 100 ms permissive window at the other even ones. A
 /// reload attaches the guard again, which takes seconds on the debug kernel (while nothing is
 /// judged): a tick that comes late does what it missed at once, and the phase lasts until the
-/// key and the revocation events have all happened. A distribution's kernel takes neither
+/// key and the revocation events have all happened, and (up to twice its length) until an exec
+/// of the revoked file and one of the new key's were judged each way: when the reloads took
+/// long, what follows the revocation is short, and the check must have run. A distribution's kernel takes neither
 /// (harness::NEEDS_TEST_KERNEL_KEY, NEEDS_REVOCABLE_KERNEL): there the key and the revocation
 /// are left out, and their files stay what they are.
 pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
@@ -28,7 +30,12 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     let keyrings = !elfsig_guest::on_distro_kernel();
     let secondary = keyring(".secondary_trusted_keys")?;
     let mut added = None;
-    while start.elapsed() < phase || (keyrings && shared.key_removed.done.get().is_none()) {
+    let keyed_judged =
+        || [Slot::Revokeme, Slot::Newkey].into_iter().all(|slot| shared.tally.judged(slot).iter().all(|n| *n > 0));
+    while start.elapsed() < phase
+        || (keyrings && shared.key_removed.done.get().is_none())
+        || (keyrings && !keyed_judged() && start.elapsed() < phase * 2)
+    {
         round += 1;
         if let Some(wait) = (tick * round).checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
