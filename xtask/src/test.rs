@@ -20,19 +20,27 @@ pub fn run(options: &flags::Test) -> Result {
     // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
     // each) are made meanwhile, while the workspace builds and tests use the CPUs.
     let roots = prepare_roots(kernels)?;
-    phases.time("fmt, clippy, panic check", || {
-        Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
-        Cmd::new("cargo")
-            .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
-            .dir(&root)
-            .run()?;
-        nopanic::check()
-    })?;
-    phases.time("workspace tests", || {
-        Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()
-    })?;
-    phases.time("fuzz smoke", fuzz::smoke)?;
-    roots.join().map_err(|_| "preparing the Debian roots panicked".to_owned())??;
+    let workspace = (|| {
+        phases.time("fmt, clippy, panic check", || {
+            Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
+            Cmd::new("cargo")
+                .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
+                .dir(&root)
+                .run()?;
+            nopanic::check()
+        })?;
+        phases.time("workspace tests", || {
+            Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()
+        })?;
+        phases.time("fuzz smoke", fuzz::smoke)
+    })();
+    if workspace.is_err() {
+        // Nothing is left running behind the failure (mmdebstrap would outlive this process).
+        eprintln!("xtask: waiting for the Debian roots being made before stopping");
+    }
+    let roots = roots.join().map_err(|_| "preparing the Debian roots panicked".to_owned());
+    workspace?;
+    roots??;
     if kernels.test() {
         phases.time("VM suite (test kernel)", || vm_suite(Kernels::Test))?;
         phases.time("dkms build", dkms_build)?;
