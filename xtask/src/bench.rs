@@ -191,6 +191,15 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         let kernels: Vec<(&str, &results::Results)> = runs.iter().map(|r| (r.name.as_str(), &r.results)).collect();
         report.push_str(&report::side_by_side(&kernels));
     }
+    // Each kernel's instruction and host-time runs, with the native projection.
+    for instructions in runs.iter().filter(|r| r.clock == qemu::Clock::Instructions) {
+        let kernel_suffix = instructions.suffix.trim_end_matches(figure(qemu::Clock::Instructions).1);
+        let host = runs.iter().find(|r| r.clock == qemu::Clock::Host && r.suffix == kernel_suffix);
+        if let Some(host) = host.filter(|_| instructions.results.has("coreutils")) {
+            let kernel = instructions.name.rsplit_once(", ").map_or(instructions.name.as_str(), |(k, _)| k);
+            report.push_str(&report::figures_compared(kernel, &instructions.results, &host.results, &native));
+        }
+    }
     for run in &runs {
         let meta = report::Meta {
             kernel: run.name.clone(),
