@@ -135,12 +135,12 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     // reproduces, whatever the host's load), then the host's time.
     let test_kernel = if kernels.test() && vms {
         let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
-        Some((kernel, stage::initramfs(&elfsig, &program, &ko, &keys)?))
+        Some((kernel, stage::initramfs("test", &elfsig, &program, &ko, &keys)?))
     } else {
         None
     };
     let debian_initramfs = match &debian {
-        Some((_, ko)) => Some(stage::initramfs(&elfsig, &program, ko, &keys)?),
+        Some((_, ko)) => Some(stage::initramfs("debian", &elfsig, &program, ko, &keys)?),
         None => None,
     };
     for clock in [qemu::Clock::Instructions, qemu::Clock::Host] {

@@ -42,8 +42,9 @@ fn large_binary() -> Vec<u8> {
     elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).text_padding(LARGE_TEXT).trailing(&trailing))
 }
 
-/// Writes the bench initramfs and returns its path.
-pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Result<PathBuf> {
+/// Writes the bench initramfs for the kernel `ko` was built for, named `kernel` (each kernel
+/// has its own: both are staged before either runs), and returns its path.
+pub fn initramfs(kernel_name: &str, elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Result<PathBuf> {
     let mut staged: Vec<Staged<'_>> = Vec::new();
     let kernel = &keys.kernel;
     let key = Some(kernel);
@@ -105,7 +106,7 @@ pub fn initramfs(elfsig: &Path, bench: &Path, ko: &Path, keys: &TestKeys) -> Res
             cpio.file(&format!("{}/{name}.sig", image::BENCH_IMA_SIGNATURES), 0o644, &signature);
         }
     }
-    let path = paths::target().join("bench/initramfs.cpio");
+    let path = paths::target().join(format!("bench/initramfs-{kernel_name}.cpio"));
     fs::write(&path, cpio.finish()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }
