@@ -31,7 +31,15 @@ static void elfsig_exec_probe(void *data, struct task_struct *task, pid_t old_pi
 	elfsig_exec_loaded(bprm->file);
 }
 
+/*
+ * The probe's prototype is the tracepoint's: sched_process_exit gained `bool group_dead` after
+ * 6.12 (7.2 has it; Kbuild tells from the tree's header, which a version test would not).
+ */
+#ifdef ELFSIG_EXIT_GROUP_DEAD
+static void elfsig_exit_probe(void *data, struct task_struct *task, bool group_dead)
+#else
 static void elfsig_exit_probe(void *data, struct task_struct *task)
+#endif
 {
 	elfsig_task_exit();
 }
