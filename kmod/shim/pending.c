@@ -80,7 +80,7 @@ static void elfsig_pending_free(struct elfsig_pending *entry)
 int elfsig_shim_pending_put(uintptr_t task, const struct elfsig_expectation *expectation)
 {
 	struct elfsig_pending_bucket *bucket = elfsig_pending_bucket(task);
-	struct elfsig_pending *entry = kmalloc(sizeof(*entry), GFP_KERNEL), *old;
+	struct elfsig_pending *entry = kmalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT), *old;
 
 	if (!entry)
 		return -ENOMEM;
