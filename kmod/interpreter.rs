@@ -105,7 +105,7 @@ fn mismatch(expecting: &Expecting, mapped: &Mapped) -> Option<Failure> {
     let replaced = || Failure::from(Refusal::by_trust(Reason::Modified, KernelDetail::Replaced));
     if let Some(checked) = &expecting.stacked_program {
         match &mapped.program {
-            Some(real) if unchanged(checked, real) => {}
+            Some(real) if policy::keeps_stamp(checked) && unchanged(checked, real) => {}
             _ => {
                 Stats::add(&STATE.stats.program_replaced, 1);
                 return Some(replaced());

@@ -15,7 +15,7 @@ use kernel::prelude::*;
 use crate::cache::{Cache, Entry};
 use crate::elfsig_core::{Detail, ReadSomeAt, Reason};
 use crate::filesystem::{self, Keeping, Untrusted};
-use crate::glue::file::{ExecFile, FileId, FileRef};
+use crate::glue::file::{ExecFile, Facts, FileId, FileRef};
 use crate::glue::module;
 use crate::glue::{audit, exec_end};
 use crate::guard::Guard;
@@ -427,10 +427,11 @@ pub(crate) fn cached(id: &FileId) -> Option<Entry> {
     }
 }
 
-/// Whether a change to the file `id` names is sure to change its identity or stamp: what the
-/// end of an exec relies on to tell that the interpreter mapped is the one checked.
+/// Whether the end of an exec can rely on the identity and stamp of the file `id` names to tell
+/// that what binfmt_elf mapped is what was checked: its stamp moves with every change (its
+/// filesystem lets a verdict be kept), or the guard verified the mapping as it was made.
 pub(crate) fn keeps_stamp(id: &FileId) -> bool {
-    matches!(filesystem::admit(id, STATE.untrusted()), Ok(Keeping::Cache))
+    STATE.guard.active() || matches!(filesystem::admit(id, STATE.untrusted()), Ok(Keeping::Cache))
 }
 
 /// Whether a cached verdict's digest is still not revoked. While the guard runs, its key hook
@@ -466,6 +467,12 @@ fn verify_into_cache<'n>(
     // What the verdict is about: the file as it is now that no one can write it.
     let id = file.id();
     let keeping = filesystem::admit(&id, STATE.untrusted())?;
+    // Where there is no dirty tracking, pages pinned for DMA (io_uring's registered buffers
+    // over a shared mapping) may be written after the verdict, with no writer counted and no
+    // stamp moved.
+    if id.has(Facts::NO_WRITEBACK) && file.pinned() {
+        return Err(Failure::new(Reason::OpenForWriting));
+    }
     let verified = timed_verify(file, name)?;
     if keeping == Keeping::Cache && miss.keeping == Keeping::Cache {
         STATE.cache.insert(&id, miss.epoch, &Entry::of(&verified));

@@ -83,6 +83,12 @@ impl Facts {
     pub(crate) const WRITABLY_MAPPED: u32 = 1 << 9;
     /// Open for writing.
     pub(crate) const WRITERS: u32 = 1 << 10;
+    /// No dirty tracking (shmem, ramfs): a write through a shared mapping or a DMA pin moves
+    /// no stamp.
+    pub(crate) const NO_WRITEBACK: u32 = 1 << 11;
+    /// An overlayfs file that maps another real file than the one it reads (copied up since
+    /// it was opened).
+    pub(crate) const STALE_OPEN: u32 = 1 << 12;
 }
 
 impl FileId {
@@ -125,6 +131,7 @@ extern "C" {
     fn elfsig_shim_open_exec(path: *const c_char, err: *mut c_int) -> *mut RawFile;
     fn elfsig_shim_close_exec(file: *mut RawFile);
     fn elfsig_shim_file_is_regular(file: *mut RawFile) -> bool;
+    fn elfsig_shim_file_pinned(file: *mut RawFile) -> bool;
     fn elfsig_shim_log_refusal(
         file: *mut RawFile,
         what: *const c_char,
@@ -204,6 +211,14 @@ impl<'a> FileRef<'a> {
     pub(crate) fn is_regular(&self) -> bool {
         // SAFETY: by the type invariant `ptr` is an open file.
         unsafe { elfsig_shim_file_is_regular(self.as_ptr()) }
+    }
+
+    /// Whether pages of the inode that holds the file's data may be pinned for DMA (io_uring's
+    /// registered buffers), which write them with no stamp moving where there is no dirty
+    /// tracking. Walks the page cache: may sleep.
+    pub(crate) fn pinned(&self) -> bool {
+        // SAFETY: by the type invariant `ptr` is an open file.
+        unsafe { elfsig_shim_file_pinned(self.as_ptr()) }
     }
 
     /// Logs (rate-limited) that the file is refused, with its path: `refused <what><path>:

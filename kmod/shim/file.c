@@ -7,6 +7,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/backing-dev.h>
 #include <linux/build_bug.h>
 #include <linux/debugfs.h>
 #include <linux/err.h>
@@ -18,12 +19,17 @@
 #include <linux/iversion.h>
 #include <linux/magic.h>
 #include <linux/namei.h>
+#include <linux/pagemap.h>
 #include <linux/ratelimit.h>
+#include <linux/rcupdate.h>
+#include <linux/rcupdate_wait.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
 #include <linux/timekeeping.h>
 #include <linux/user_namespace.h>
+#include <linux/version.h>
+#include <linux/xarray.h>
 
 #include "shim.h"
 
@@ -148,7 +154,57 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 		facts |= ELFSIG_FACT_WRITABLY_MAPPED;
 	if (atomic_read(&inode->i_writecount) > 0)
 		facts |= ELFSIG_FACT_WRITERS;
+	if (!mapping_can_writeback(inode->i_mapping))
+		facts |= ELFSIG_FACT_NO_WRITEBACK;
 	id->facts = facts;
+}
+
+/*
+ * Whether any page of the file may be pinned for DMA: io_uring's registered buffers over a
+ * shared mapping keep writing the page cache after the mapping and its descriptor are gone,
+ * with no writer counted and no stamp moved (pinning faulted the page writable, which moved
+ * the stamp once, then). Only filesystems without dirty tracking (shmem, ramfs) let such
+ * long-term pins exist (writable_file_mapping_allowed()). May sleep.
+ */
+static bool elfsig_pinned(struct address_space *mapping)
+{
+	XA_STATE(xas, &mapping->i_pages, 0);
+	struct folio *folio;
+	bool pinned = false;
+
+	rcu_read_lock();
+	xas_for_each(&xas, folio, ULONG_MAX) {
+		if (xas_retry(&xas, folio) || xa_is_value(folio))
+			continue;
+		if (folio_maybe_dma_pinned(folio)) {
+			pinned = true;
+			break;
+		}
+		if (need_resched()) {
+			xas_pause(&xas);
+			cond_resched_rcu();
+		}
+	}
+	rcu_read_unlock();
+	return pinned;
+}
+
+/*
+ * The real file an overlayfs file maps: the one it opened, which a copy-up since then leaves
+ * behind (reads follow the copy, ovl_mmap() does not). overlayfs keeps it in private_data:
+ * the file itself up to 6.12, the first member of struct ovl_file from 6.13. NULL for other
+ * files.
+ */
+static struct file *elfsig_overlay_mapped(struct file *file)
+{
+	if (file_inode(file)->i_sb->s_magic != OVERLAYFS_SUPER_MAGIC || !S_ISREG(file_inode(file)->i_mode) ||
+	    !file->private_data)
+		return NULL;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+	return *(struct file **)file->private_data;
+#else
+	return file->private_data;
+#endif
 }
 
 /*
@@ -191,9 +247,20 @@ static void elfsig_real_id(struct inode *real, const struct inode *own, struct e
 		id->facts |= ELFSIG_FACT_STACKED;
 }
 
+/* Whether pages of the file's real inode may be pinned for DMA (elfsig_pinned). May sleep. */
+bool elfsig_shim_file_pinned(struct file *file)
+{
+	return elfsig_pinned(elfsig_real_inode(file)->i_mapping);
+}
+
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
 {
-	elfsig_real_id(elfsig_real_inode(file), file_inode(file), id);
+	struct inode *real = elfsig_real_inode(file);
+	struct file *mapped = elfsig_overlay_mapped(file);
+
+	elfsig_real_id(real, file_inode(file), id);
+	if (mapped && file_inode(mapped) != real)
+		id->facts |= ELFSIG_FACT_STALE_OPEN;
 }
 
 /* The identity of the file a path names now, without opening it (a cache check needs no more). */

@@ -51,6 +51,8 @@ struct elfsig_file_id {
 #define ELFSIG_FACT_SEALABLE		(1u << 8)	/* seals holds the file's seals */
 #define ELFSIG_FACT_WRITABLY_MAPPED	(1u << 9)	/* a shared mapping may write it */
 #define ELFSIG_FACT_WRITERS		(1u << 10)	/* open for writing (i_writecount > 0) */
+#define ELFSIG_FACT_NO_WRITEBACK	(1u << 11)	/* no dirty tracking: long-term DMA pins allowed */
+#define ELFSIG_FACT_STALE_OPEN		(1u << 12)	/* overlayfs maps another real file than it reads */
 
 /* ---- Implemented in Rust ------------------------------------------------------------------ */
 
@@ -102,6 +104,7 @@ void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 /* Refuses writers to the file's real inode (-ETXTBSY when it has some) until allowed again. */
 int elfsig_shim_deny_writes(struct file *file, struct inode **real);
+bool elfsig_shim_file_pinned(struct file *file);
 void elfsig_shim_allow_writes(struct inode *real);
 struct file *elfsig_shim_open_exec(const char *path, int *err);
 void elfsig_shim_close_exec(struct file *file);
