@@ -120,8 +120,8 @@ pub struct Mapping {
 /// Maps `len` bytes of `file` from its start with `prot` and `flags` (`MAP_PRIVATE`,
 /// `MAP_SHARED`).
 pub fn map(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<Mapping> {
-    // SAFETY: a new mapping chosen by the kernel, of an open descriptor; it is never accessed
-    // through the pointer here, and unmapped on drop.
+    // SAFETY: a new mapping chosen by the kernel, of an open descriptor; it is accessed only
+    // through `write_at` (within `len`), and unmapped on drop.
     let addr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
     if addr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
@@ -129,10 +129,81 @@ pub fn map(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io
     Ok(Mapping { addr, len })
 }
 
+impl Mapping {
+    /// Copies `bytes` into the mapping at `offset` (it must be mapped writable): through a
+    /// shared mapping, into the file's pages.
+    pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> io::Result<()> {
+        let fits = offset.checked_add(bytes.len()).is_some_and(|end| end <= self.len);
+        if !fits {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        // SAFETY: the range is within the mapping, which lives while `self` does and which no
+        // Rust reference covers; the caller mapped it writable (else the process faults, as a
+        // test wants to see).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.addr.cast::<u8>().add(offset), bytes.len()) };
+        Ok(())
+    }
+
+    /// The mapping's start and length, for the kernel (io_uring's registered buffers).
+    pub fn iovec(&self) -> libc::iovec {
+        libc::iovec { iov_base: self.addr, iov_len: self.len }
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmaps a mapping this value made, once.
         unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
+/// An io_uring instance, with no submission made: what registering buffers needs.
+#[derive(Debug)]
+pub struct Ring(std::os::fd::OwnedFd);
+
+impl Ring {
+    /// `io_uring_setup` with one entry.
+    pub fn new() -> io::Result<Ring> {
+        // struct io_uring_params: 120 bytes the kernel fills in, zeroed for no flags.
+        let mut params = [0u8; 120];
+        // SAFETY: a valid io_uring_params buffer; the descriptor is owned from here on.
+        let fd = check(unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) })?;
+        let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+        // SAFETY: a new descriptor nothing else owns.
+        Ok(Ring(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }))
+    }
+
+    /// `IORING_REGISTER_BUFFERS`: the kernel pins the pages of `buffer` (FOLL_LONGTERM), and
+    /// keeps them until they are unregistered or the ring is closed.
+    pub fn register_buffer(&self, buffer: &libc::iovec) -> io::Result<()> {
+        const IORING_REGISTER_BUFFERS: libc::c_uint = 0;
+        // SAFETY: one valid iovec, read during the call.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.0.as_raw_fd(),
+                IORING_REGISTER_BUFFERS,
+                std::ptr::from_ref(buffer),
+                1u32,
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// `IORING_UNREGISTER_BUFFERS`: the pages are released.
+    pub fn unregister_buffers(&self) -> io::Result<()> {
+        const IORING_UNREGISTER_BUFFERS: libc::c_uint = 1;
+        // SAFETY: no argument.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.0.as_raw_fd(),
+                IORING_UNREGISTER_BUFFERS,
+                std::ptr::null::<libc::c_void>(),
+                0u32,
+            )
+        })
+        .map(|_| ())
     }
 }
 

@@ -2,7 +2,8 @@
 //! 1000, in user namespaces of its own where it takes one): that a file's bytes change only
 //! through the inode the VFS shows (overlayfs layers below), that every change moves its stamp
 //! (vfat, whose one time its owner sets back; btrfs subvolumes, which number their inodes alike),
-//! that a file no one can write is one the kernel counts writers of (memfd), that every question
+//! that a file no one can write is one the kernel counts writers of (memfd; io_uring's pinned
+//! pages, written with no writer and no stamp moving), that every question
 //! about an exec reaches the binfmt handler (`execveat(AT_EXECVE_CHECK)`), and that an exec
 //! never fails for another's failed ones. Each attack asserts that the unsigned code does not
 //! run, with its counter and its audit record; and what real systems do on the same ground
@@ -146,11 +147,14 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("overlay_lower_file_rewritten_by_an_unprivileged_user_is_refused", overlay_lower_rewritten);
     suite.case("overlay_library_rewritten_below_is_refused", overlay_library_rewritten);
     suite.case("overlay_lower_file_open_for_writing_refuses_the_exec", overlay_lower_open_for_writing);
+    suite.case("overlay_file_opened_before_its_copy_up_is_refused", overlay_stale_open);
     suite.case("files_mapped_executable_cannot_be_opened_for_writing", mapped_executable_not_writable);
     suite.case("rootless_container_runs_its_trusted_lower_layers", rootless_container);
     suite.case("mounts_a_user_namespace_owns_are_refused_unless_allowed", user_namespace_mounts);
     suite.case("fuse_mounts_are_refused_unless_allowed", fuse_mounts);
     suite.case("memfds_run_only_sealed_against_writes", memfds);
+    suite.case("tmpfs_file_rewritten_through_a_shared_mapping_is_verified_again", tmpfs_shared_mapping);
+    suite.case("pages_pinned_by_io_uring_refuse_the_exec", io_uring_pinned);
     suite.case("vfat_file_with_its_time_set_back_is_verified_again", vfat_time_set_back);
     suite.case("btrfs_subvolumes_never_share_a_verdict", btrfs_subvolumes);
     suite.case("execveat_check_answers_as_execve", execve_check);
@@ -218,6 +222,37 @@ fn overlay_lower_open_for_writing() -> Outcome {
     })?;
     counters_grew(&before, &stats()?, &[("open_for_writing", 1)])?;
     audited(&daemon, "elfsig_exec", "open_for_writing", "/merged/prog")
+}
+
+/// An overlay file opened before its copy-up reads the copy but maps the file it opened (6.12's
+/// `ovl_mmap` maps the real file it holds): opened over an unsigned lower library, then copied
+/// up with signed bytes, it would verify as signed and map unsigned code.
+fn overlay_stale_open() -> Outcome {
+    let dir = user_dir("overlay-stale")?;
+    let signed = read(format!("{LIB_SIGNED}/{GUARD_LIBRARY}"))?;
+    let unsigned = padded(&read(format!("{LIB_UNSIGNED}/{GUARD_LIBRARY}"))?, signed.len())?;
+    let lower = lower_layer(&dir, GUARD_LIBRARY, &unsigned)?;
+    let daemon = audit()?;
+    let library = format!("{dir}/merged/{GUARD_LIBRARY}");
+    as_user_in_namespace(|| {
+        mount_overlay(&lower, &dir)?;
+        let opened = File::open(&library).context("open the library through the overlay")?;
+        // The copy-up: a write through the overlay.
+        std::fs::write(&library, &signed).context("write the signed library through the overlay")?;
+        ensure(std::fs::read(format!("{dir}/upper/{GUARD_LIBRARY}")).ok().as_deref() == Some(&signed[..]), || {
+            "the write did not copy the library up".into()
+        })?;
+        let mapped = system::map(&opened, 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE);
+        ensure(mapped.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EACCES)), || {
+            format!("mapping the descriptor opened before the copy-up gave {mapped:?}")
+        })?;
+        // Opened again, it reads and maps the copy: signed.
+        let reopened = File::open(&library).context("open the library again")?;
+        system::map(&reopened, 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE)
+            .context("map the library opened after its copy-up")
+            .map(drop)
+    })?;
+    audited(&daemon, "elfsig_mmap", "modified", &format!("/merged/{GUARD_LIBRARY}"))
 }
 
 /// Beyond IMA: no one opens for writing a file a process maps executable, as no one writes a
@@ -428,6 +463,77 @@ fn memfds() -> Outcome {
     let records = daemon.records(INTEGRITY_DATA).context("read the audit records")?;
     audited_in(&records, "elfsig_exec", "unsealed", &hex)?;
     audited_in(&records, "elfsig_mmap", "unsealed", &hex)
+}
+
+/// Runs `attack` on a tmpfs mounted for the user (as `/tmp` and `/dev/shm` are everyone's),
+/// given the program's path there; unmounts it after.
+fn on_user_tmpfs(name: &str, attack: impl FnOnce(&str) -> Outcome) -> Outcome {
+    let mnt = format!("{}/mnt", user_dir(name)?);
+    std::fs::create_dir_all(&mnt).context("create mnt")?;
+    system::mount_with("tmpfs", &mnt, "tmpfs", 0, &format!("uid={USER},gid={USER},mode=0755"))
+        .context("mount tmpfs")?;
+    let result = attack(&format!("{mnt}/prog"));
+    let _ = system::unmount(&mnt);
+    result
+}
+
+/// The first `len` bytes of `path`, mapped shared and writable; the descriptor is closed.
+fn map_shared_writable(path: &str, len: usize) -> Result<system::Mapping, String> {
+    let file = File::options().read(true).write(true).open(path).context(&format!("open {path} for writing"))?;
+    system::map(&file, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED).context("map it shared and writable")
+}
+
+/// A program that ran (its verdict cached) and was then rewritten through a shared mapping, since
+/// unmapped and closed, on tmpfs, which tracks no dirty pages: no write(2) moved its stamp, the
+/// page fault of the first write through the mapping did.
+fn tmpfs_shared_mapping() -> Outcome {
+    let signed = read(HELLO)?;
+    let unsigned = padded(&read(HELLO_UNSIGNED)?, signed.len())?;
+    let daemon = audit()?;
+    let before = stats()?;
+    on_user_tmpfs("tmpfs-shared", |program| {
+        as_user(|| {
+            elfsig_guest::harness::write_exec(program, &signed)?;
+            runs(program, &[], Some(HELLO_OUTPUT))
+        })?;
+        let cached = stats()?;
+        as_user(|| runs(program, &[], Some(HELLO_OUTPUT)))?;
+        ensure(grew(&cached, &stats()?, "cache_hits") > 0, || "the program's verdict was not cached".into())?;
+        as_user(|| {
+            let mut shared = map_shared_writable(program, signed.len())?;
+            shared.write_at(0, &unsigned).context("write through the mapping")?;
+            drop(shared);
+            ensure(read(program)? == unsigned, || "the write through the mapping did not reach the file".into())?;
+            refused(program)
+        })
+    })?;
+    counters_grew(&before, &stats()?, &[("unsigned", 1)])?;
+    audited(&daemon, "elfsig_exec", "unsigned", "/mnt/prog")
+}
+
+/// io_uring's registered buffers pin pages for good (`FOLL_LONGTERM`), which tmpfs allows over
+/// a shared mapping; the ring writes them (a fixed-buffer read) after the mapping and its
+/// descriptor are gone, with no writer counted and no stamp moved. A program some of whose
+/// pages are pinned is refused until they are released.
+fn io_uring_pinned() -> Outcome {
+    let signed = read(HELLO)?;
+    let daemon = audit()?;
+    let before = stats()?;
+    on_user_tmpfs("io-uring", |program| {
+        as_user(|| {
+            elfsig_guest::harness::write_exec(program, &signed)?;
+            runs(program, &[], Some(HELLO_OUTPUT))?;
+            let ring = system::Ring::new().context("io_uring_setup")?;
+            let shared = map_shared_writable(program, signed.len())?;
+            ring.register_buffer(&shared.iovec()).context("register the mapping as io_uring's buffer")?;
+            drop(shared);
+            refused(program)?;
+            ring.unregister_buffers().context("unregister the buffer")?;
+            runs(program, &[], Some(HELLO_OUTPUT))
+        })
+    })?;
+    counters_grew(&before, &stats()?, &[("open_for_writing", 1)])?;
+    audited(&daemon, "elfsig_exec", "open_for_writing", "/mnt/prog")
 }
 
 /// vfat keeps one time, which the file's owner sets: a program rewritten and its time set back
