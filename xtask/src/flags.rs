@@ -10,7 +10,7 @@ xflags::xflags! {
     cmd xtask {
         /// Formatting, lints, the panic-freedom check, every test, a fuzz smoke run, the kernel
         /// module's end-to-end suite in a VM, the quick stress run, the signed Debian system and
-        /// the quick bench (on the test kernel).
+        /// a smoke run of the bench (every suite once, its rows checked, nothing timed).
         cmd test {
             /// Only the kernel module's end-to-end suite in the VM.
             optional --vm-only

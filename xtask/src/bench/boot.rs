@@ -38,26 +38,33 @@ pub fn prepare() -> Result<(Kernel, Image)> {
 
 /// Boots `image` on `kernel` in every configuration, four rounds (one when quick); returns
 /// what the guests measured and the accelerator they ran on. A smoke run boots each
-/// configuration once.
+/// configuration once, all at once.
 pub fn measure(
     (kernel, image): &(Kernel, Image),
     effort: BenchEffort,
     clock: qemu::Clock,
 ) -> Result<(Results, String)> {
     let rounds = effort.pick(4, 1, 1);
-    // With two VMs a step, every configuration has booted after all steps but the last.
-    let steps = effort.pick(CONFIGS.len(), CONFIGS.len(), CONFIGS.len().div_ceil(VMS));
+    // Each VM boots every configuration in turn, a run being one VM's; a smoke run boots them
+    // side by side instead, once each, as one run.
+    let side_by_side = effort == BenchEffort::Smoke;
+    let vms = if side_by_side { CONFIGS.len() } else { VMS };
+    let steps = if side_by_side { 1 } else { CONFIGS.len() };
     let mut results = Results::default();
     let mut accel = "";
     for round in 0..rounds {
         for step in 0..steps {
-            let booted: Vec<(&str, usize)> =
-                (0..VMS).map(|vm| (CONFIGS[(round + step + vm) % CONFIGS.len()], round * VMS + vm)).collect();
+            let booted: Vec<(&str, usize)> = (0..vms)
+                .map(|vm| {
+                    let run = if side_by_side { round } else { round * vms + vm };
+                    (CONFIGS[(round + step + vm) % CONFIGS.len()], run)
+                })
+                .collect();
             eprintln!(
                 "xtask: boot bench, round {}/{rounds}, step {}/{}: {}",
                 round + 1,
                 step + 1,
-                CONFIGS.len(),
+                steps,
                 booted.iter().map(|(config, run)| format!("{config} (run {run})")).collect::<Vec<_>>().join(", ")
             );
             let figure = crate::bench::figure(clock).1;
@@ -93,7 +100,7 @@ pub fn measure(
             }
         }
     }
-    check_complete(&results, rounds * VMS)?;
+    check_complete(&results, if side_by_side { rounds } else { rounds * vms })?;
     Ok((results, accel.to_owned()))
 }
 
