@@ -8,13 +8,13 @@
 //!   and file handles name one live file each and whose change time only the kernel sets (to
 //!   the current time, on every change: no owner can set it back), a verdict is kept for as
 //!   long as the file's identity and change stamp stay as they were.
-//! - **Verified every time**: everywhere else (vfat, exfat, NFS, 9p, CIFS, ...),
-//!   where the owner sets the only time there is, or a server or another machine changes the
-//!   bytes: no verdict is kept, each exec and mapping verifies.
+//! - **Verified every time**: everywhere else (vfat, exfat, NFS, 9p, CIFS, ...), where the
+//!   owner sets the only time there is, or a server or another machine changes the bytes: no
+//!   verdict is kept, each exec and mapping verifies.
 //! - **Refused**: files on a superblock that a user namespace owns (anyone can mount one of
 //!   their own) or whose changes the kernel cannot see (FUSE and virtiofs, whatever mounted
-//!   it), unless the
-//!   administrator allows them (`untrusted` = `verify`: verified every time, never cached);
+//!   it), unless the administrator allows them (`untrusted` = `verify`: verified every time,
+//!   never cached);
 //!   files on a kernel-internal mount (memfd, SysV shared memory), which come with writable
 //!   descriptors the kernel never counts as writers, unless sealed against writes; files
 //!   someone has open for writing; and an overlayfs file opened before a copy-up, which reads
@@ -29,7 +29,7 @@ use kernel::prelude::*;
 
 use crate::elfsig_core::Reason;
 use crate::glue::file::{Facts, FileId};
-use crate::verify::{Failure, KernelDetail, Refusal};
+use crate::verify::{Failure, KernelDetail};
 
 /// The filesystems whose verdicts are cached, and whether one needs the file handle to tell
 /// its files apart (a btrfs subvolume numbers its inodes as every other one does).
@@ -77,10 +77,7 @@ pub(crate) fn admit(id: &FileId, untrusted: Untrusted) -> Result<Keeping, Failur
         return Err(Failure::new(Reason::Unsealed));
     }
     if id.has(Facts::STALE_OPEN) {
-        return Err(Failure::from(Refusal::by_trust(
-            Reason::Modified,
-            KernelDetail::Replaced,
-        )));
+        return Err(Failure::modified(KernelDetail::CopiedUp));
     }
     let untrusted_mount = id.facts & (Facts::USERNS | Facts::UNVERIFIABLE) != 0;
     if untrusted_mount && untrusted == Untrusted::Refuse {

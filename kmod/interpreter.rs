@@ -18,13 +18,12 @@
 use core::ffi::CStr;
 use kernel::prelude::*;
 
-use crate::elfsig_core::Reason;
 use crate::glue::exec_end::{self, Exec, Mapped};
 use crate::glue::file::{self, ExecFile, Facts, FileId, FileRef};
 use crate::pending::{self, Expected, Expecting};
 use crate::policy::{self, Access, STATE};
 use crate::stats::Stats;
-use crate::verify::{Failure, KernelDetail, Refusal};
+use crate::verify::{Failure, KernelDetail};
 
 /// Checks the ELF interpreter at `path` (with `None`, notes that there is none). Returns what
 /// the exec is to expect binfmt_elf to map, with the verdict. A cache check needs only the
@@ -102,7 +101,7 @@ pub(crate) fn exec_loaded(program: FileRef<'_>) {
 
 /// What is wrong with what the exec mapped, if anything.
 fn mismatch(expecting: &Expecting, mapped: &Mapped) -> Option<Failure> {
-    let replaced = || Failure::from(Refusal::by_trust(Reason::Modified, KernelDetail::Replaced));
+    let replaced = || Failure::modified(KernelDetail::Replaced);
     if let Some(checked) = &expecting.stacked_program {
         match &mapped.program {
             Some(real) if policy::keeps_stamp(checked) && unchanged(checked, real) => {}

@@ -42,6 +42,9 @@ pub(crate) enum KernelDetail {
     Errno(i32),
     /// The ELF interpreter binfmt_elf mapped is not the file checked for the exec.
     Replaced,
+    /// An overlayfs file opened before its copy-up: it maps the file it opened, not the copy
+    /// it reads.
+    CopiedUp,
     /// The file's SHA-256 digest is revoked: it is in `.blacklist`.
     Revoked([u8; 32]),
 }
@@ -63,6 +66,9 @@ impl fmt::Display for KernelDetail {
             KernelDetail::Replaced => {
                 f.write_str("not the file checked: replaced before binfmt_elf mapped it")
             }
+            KernelDetail::CopiedUp => f.write_str(
+                "opened before its copy-up: maps the file it opened, not the copy it reads",
+            ),
             KernelDetail::Revoked(digest) => {
                 f.write_str("sha256:")?;
                 digest.iter().try_for_each(|b| write!(f, "{b:02x}"))
@@ -95,6 +101,11 @@ impl Failure {
             Reason::Error,
             KernelDetail::Errno(error.to_errno()),
         ))
+    }
+
+    /// The file mapped is not the file read, as the kernel tells.
+    pub(crate) fn modified(detail: KernelDetail) -> Self {
+        Failure::from(Refused::by_trust(Reason::Modified, detail))
     }
 
     /// A file that could not be read.

@@ -83,8 +83,8 @@ impl Facts {
     pub(crate) const WRITABLY_MAPPED: u32 = 1 << 9;
     /// Open for writing.
     pub(crate) const WRITERS: u32 = 1 << 10;
-    /// No dirty tracking (shmem, ramfs): a write through a shared mapping or a DMA pin moves
-    /// no stamp.
+    /// No dirty tracking (shmem, ramfs): its pages may be pinned for DMA for good, and written
+    /// through the pins with no writer counted and no stamp moved.
     pub(crate) const NO_WRITEBACK: u32 = 1 << 11;
     /// An overlayfs file that maps another real file than the one it reads (copied up since
     /// it was opened).
