@@ -104,13 +104,11 @@ fn status_reports_every_setting_counter_and_the_cache() {
     assert!(v["keyrings"].is_array(), "{v}");
     assert_eq!(v["filesystems"]["cached"], serde_json::json!(["ext4", "xfs", "btrfs", "tmpfs"]));
     assert_eq!(v["filesystems"]["untrusted"], "refuse");
-    // This machine's mounts, each with what applies to it: /proc is left out (no programs).
-    let mounted = v["filesystems"]["mounted"].as_object().unwrap();
+    // This machine's mounts, each with what applies to it (status.rs tests each policy on fixed
+    // mounts): /proc is left out (no programs), the root filesystem is there.
+    let mounted = v["filesystems"]["mounted"].as_object().expect("mounted is an object");
     assert!(!mounted.contains_key("proc"), "{v}");
-    assert!(
-        mounted.values().all(|m| ["cached", "verified every time"].contains(&m["policy"].as_str().unwrap())),
-        "{v}"
-    );
+    assert!(mounted.values().all(|m| m["policy"].is_string() && m["mount_points"].is_array()), "{v}");
 
     fake.elfsig(&["status"])
         .assert()

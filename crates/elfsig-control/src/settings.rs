@@ -103,9 +103,9 @@ impl Filesystems {
     }
 
     /// What applies to files on a filesystem of type `fstype` mounted by the initial user
-    /// namespace (`fuse.*` and `fuseblk` are FUSE).
+    /// namespace (`fuse.*`, `fuseblk` and `virtiofs` are FUSE).
     pub fn policy(&self, fstype: &str) -> &'static str {
-        if fstype == "fuse" || fstype == "fuseblk" || fstype.starts_with("fuse.") {
+        if matches!(fstype, "fuse" | "fuseblk" | "virtiofs") || fstype.starts_with("fuse.") {
             match self.untrusted {
                 Untrusted::Refuse => "refused (untrusted)",
                 Untrusted::Verify => "verified every time (untrusted, allowed)",

@@ -146,7 +146,11 @@ fn state(control: &Control) -> Result<State, Error> {
         mode: control.mode()?.word(),
         locked: control.locked()?,
         loader: control.loader()?.word(),
-        filesystems: control.filesystems()?.map(|fs| filesystems_report(&fs)),
+        filesystems: control.filesystems()?.map(|fs| {
+            // Unreadable, it lists no mounts; the policy is still shown.
+            let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+            filesystems_report(&fs, &mounts)
+        }),
         mapping_guard: GuardReport {
             state: guard.word(),
             why: match &guard {
@@ -165,11 +169,10 @@ fn state(control: &Control) -> Result<State, Error> {
     })
 }
 
-/// The policy, and the filesystem types mounted here (`/proc/self/mounts`) with what applies to
+/// The policy, and the filesystem types in `mounts` (`/proc/self/mounts`) with what applies to
 /// each. Mounts in other namespaces (a user namespace's own) are not listed.
-fn filesystems_report(fs: &Filesystems) -> FilesystemsReport {
+fn filesystems_report(fs: &Filesystems, mounts: &str) -> FilesystemsReport {
     let mut mounted: BTreeMap<String, MountedReport> = BTreeMap::new();
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
     for line in mounts.lines() {
         let mut words = line.split(' ');
         let (Some(_), Some(point), Some(fstype)) = (words.next(), words.next(), words.next()) else { continue };
@@ -200,10 +203,29 @@ fn filesystems_report(fs: &Filesystems) -> FilesystemsReport {
         let entry = mounted
             .entry(fstype.to_owned())
             .or_insert_with(|| MountedReport { policy: fs.policy(fstype), mount_points: Vec::new() });
-        // /proc/mounts escapes spaces and such as \ooo.
-        entry.mount_points.push(point.replace("\\040", " "));
+        entry.mount_points.push(unescape_mount_point(point));
     }
     FilesystemsReport { cached: fs.cached.clone(), untrusted: fs.untrusted.word(), mounted }
+}
+
+/// A mount point as `/proc/mounts` writes it, with space, tab, newline and backslash as `\ooo`.
+fn unescape_mount_point(point: &str) -> String {
+    let mut out = Vec::with_capacity(point.len());
+    let mut bytes = point.as_bytes();
+    while let Some((&first, rest)) = bytes.split_first() {
+        let octal = rest.get(..3).filter(|d| first == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal.and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                bytes = &rest[3..];
+            }
+            None => {
+                out.push(first);
+                bytes = rest;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn keyring_report(keyring: &Keyring) -> KeyringReport {
@@ -296,4 +318,46 @@ fn text(report: &Report) -> String {
     let c = &state.cache;
     line("cache:", format!("{} of {} entries used, {} hits, {} misses", c.used, c.entries, c.hits, c.misses));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elfsig_control::Untrusted;
+
+    const MOUNTS: &str = "proc /proc proc rw 0 0\n\
+        /dev/vda1 / ext4 rw 0 0\n\
+        tmpfs /run/user/1000 tmpfs rw 0 0\n\
+        /dev/sdb1 /media/usb\\040stick vfat rw 0 0\n\
+        sshfs#me@host: /mnt/remote fuse.sshfs rw 0 0\n\
+        /dev/sdc1 /mnt/ntfs fuseblk rw 0 0\n\
+        share /mnt/vm virtiofs rw 0 0\n";
+
+    fn policy(untrusted: Untrusted) -> Filesystems {
+        Filesystems { cached: vec!["ext4".into(), "tmpfs".into()], untrusted }
+    }
+
+    #[test]
+    fn each_mounted_type_gets_its_policy() {
+        let report = filesystems_report(&policy(Untrusted::Refuse), MOUNTS);
+        let policy_of = |fs: &str| report.mounted.get(fs).map(|m| m.policy);
+        assert_eq!(policy_of("proc"), None);
+        assert_eq!(policy_of("ext4"), Some("cached"));
+        assert_eq!(policy_of("tmpfs"), Some("cached"));
+        assert_eq!(policy_of("vfat"), Some("verified every time"));
+        for fuse in ["fuse.sshfs", "fuseblk", "virtiofs"] {
+            assert_eq!(policy_of(fuse), Some("refused (untrusted)"), "{fuse}");
+        }
+        assert_eq!(report.mounted["vfat"].mount_points, ["/media/usb stick"]);
+        let allowed = filesystems_report(&policy(Untrusted::Verify), MOUNTS);
+        assert_eq!(allowed.mounted["virtiofs"].policy, "verified every time (untrusted, allowed)");
+    }
+
+    #[test]
+    fn mount_points_are_unescaped_as_proc_escapes_them() {
+        assert_eq!(unescape_mount_point("/a\\040b\\011c\\012d\\134e"), "/a b\tc\nd\\e");
+        // Not an escape: left as it is.
+        assert_eq!(unescape_mount_point("/a\\04"), "/a\\04");
+        assert_eq!(unescape_mount_point("/a\\x40"), "/a\\x40");
+    }
 }
