@@ -77,9 +77,8 @@ impl OneFile<'_> {
             out.extend_from_slice(&error.to_le_bytes());
             out.extend_from_slice(&unique.to_le_bytes());
             out.extend_from_slice(&payload);
-            if device.write_all(&out).is_err() {
-                continue;
-            }
+            // A reply the kernel refuses (the request was interrupted) ends nothing.
+            let _ = device.write_all(&out);
         }
     }
 

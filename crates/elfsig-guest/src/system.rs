@@ -19,10 +19,7 @@ fn cstring(s: &str) -> io::Result<CString> {
 /// Mounts `fstype` on `target`, creating the directory.
 pub fn mount(fstype: &str, target: &str) -> io::Result<()> {
     std::fs::create_dir_all(target)?;
-    let (source, fstype_c, target_c) = (cstring(fstype)?, cstring(fstype)?, cstring(target)?);
-    // SAFETY: the strings are NUL-terminated and outlive the call; no data argument.
-    let ret = unsafe { libc::mount(source.as_ptr(), target_c.as_ptr(), fstype_c.as_ptr(), 0, std::ptr::null()) };
-    check(ret.into()).map(|_| ())
+    mount_with(fstype, target, fstype, 0, "")
 }
 
 /// Mounts `fstype` from `source` on `target` (which must exist), with mount `flags` and the
@@ -38,7 +35,7 @@ pub fn mount_with(source: &str, target: &str, fstype: &str, flags: libc::c_ulong
 /// Unmounts `target`.
 pub fn unmount(target: &str) -> io::Result<()> {
     let target = cstring(target)?;
-    // SAFETY: a NUL-terminated path; no flags.
+    // SAFETY: a NUL-terminated path and a flag.
     check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) }.into()).map(|_| ())
 }
 
@@ -87,9 +84,6 @@ pub fn add_seals(file: &File, seals: libc::c_int) -> io::Result<()> {
     check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) }.into()).map(|_| ())
 }
 
-/// `AT_EXECVE_CHECK` (Linux 6.14): execveat only asks whether the file may be executed.
-pub const AT_EXECVE_CHECK: libc::c_int = 0x10000;
-
 /// `execveat(file, "", AT_EMPTY_PATH | AT_EXECVE_CHECK)`: whether the kernel would execute the
 /// file, without executing it (EINVAL on kernels without the flag).
 pub fn execve_check(file: &File) -> io::Result<()> {
@@ -104,7 +98,7 @@ pub fn execve_check(file: &File) -> io::Result<()> {
             c"".as_ptr(),
             argv.as_ptr(),
             envp.as_ptr(),
-            libc::AT_EMPTY_PATH | AT_EXECVE_CHECK,
+            libc::AT_EMPTY_PATH | libc::AT_EXECVE_CHECK,
         )
     };
     check(ret).map(|_| ())

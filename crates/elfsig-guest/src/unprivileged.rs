@@ -31,8 +31,14 @@ const USER: u32 = 1000;
 const OTHER_USER: u32 = 1001;
 const WORK: &str = "/tmp/unprivileged";
 
-/// `F_SEAL_FUTURE_WRITE` (include/uapi/linux/fcntl.h).
-const F_SEAL_FUTURE_WRITE: libc::c_int = 0x0010;
+/// Runs `body` with files on untrusted mounts allowed (`untrusted` = `verify`), refused again
+/// after it whatever it returned, so that no later case runs with them allowed.
+fn with_untrusted_verified<T>(body: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    write_control("untrusted", "verify").context("allow untrusted mounts")?;
+    let result = body();
+    write_control("untrusted", "refuse").context("refuse untrusted mounts again")?;
+    result
+}
 
 /// A fresh directory for one case, owned by the user.
 fn user_dir(name: &str) -> Result<String, String> {
@@ -86,6 +92,13 @@ fn overwrite(path: &str, bytes: &[u8]) -> Outcome {
     file.write_all_at(bytes, 0).context(&format!("write {path}"))
 }
 
+/// The guard's test library, signed, and unsigned padded to the same size.
+fn guard_libraries() -> Result<(Vec<u8>, Vec<u8>), String> {
+    let signed = read(format!("{LIB_SIGNED}/{GUARD_LIBRARY}"))?;
+    let unsigned = padded(&read(format!("{LIB_UNSIGNED}/{GUARD_LIBRARY}"))?, signed.len())?;
+    Ok((signed, unsigned))
+}
+
 /// A lower layer `dir/lower` the user owns, holding `name` with `bytes` (mode 0755); returns the
 /// layer's path.
 fn lower_layer(dir: &str, name: &str, bytes: &[u8]) -> Result<String, String> {
@@ -132,7 +145,12 @@ fn audited(daemon: &AuditDaemon, op: &str, cause: &str, name: &str) -> Outcome {
 
 /// [`audited`], among `records`.
 fn audited_in(records: &[String], op: &str, cause: &str, name: &str) -> Outcome {
-    let uid = USER.to_string();
+    audited_by(records, USER, op, cause, name)
+}
+
+/// [`audited_in`], made by a process of `uid`.
+fn audited_by(records: &[String], uid: u32, op: &str, cause: &str, name: &str) -> Outcome {
+    let uid = uid.to_string();
     let found = records.iter().map(|r| audit_fields(r)).any(|f| {
         f.get("op").map(String::as_str) == Some(op)
             && f.get("cause").map(String::as_str) == Some(cause)
@@ -189,8 +207,7 @@ fn overlay_lower_rewritten() -> Outcome {
 /// The same for a library `dlopen`ed through the overlay.
 fn overlay_library_rewritten() -> Outcome {
     let dir = user_dir("overlay-library")?;
-    let signed = read(format!("{LIB_SIGNED}/{GUARD_LIBRARY}"))?;
-    let unsigned = padded(&read(format!("{LIB_UNSIGNED}/{GUARD_LIBRARY}"))?, signed.len())?;
+    let (signed, unsigned) = guard_libraries()?;
     let lower = lower_layer(&dir, GUARD_LIBRARY, &signed)?;
     let daemon = audit()?;
     let before = stats()?;
@@ -229,8 +246,7 @@ fn overlay_lower_open_for_writing() -> Outcome {
 /// up with signed bytes, it would verify as signed and map unsigned code.
 fn overlay_stale_open() -> Outcome {
     let dir = user_dir("overlay-stale")?;
-    let signed = read(format!("{LIB_SIGNED}/{GUARD_LIBRARY}"))?;
-    let unsigned = padded(&read(format!("{LIB_UNSIGNED}/{GUARD_LIBRARY}"))?, signed.len())?;
+    let (signed, unsigned) = guard_libraries()?;
     let lower = lower_layer(&dir, GUARD_LIBRARY, &unsigned)?;
     let daemon = audit()?;
     let library = format!("{dir}/merged/{GUARD_LIBRARY}");
@@ -307,21 +323,27 @@ fn mapped_executable_not_writable() -> Outcome {
 fn rootless_container() -> Outcome {
     let dir = user_dir("rootless")?;
     let expected = read(format!("{EXPECTED}/cdynamic"))?;
+    let merged = format!("{dir}/merged");
+    let hello = format!("{merged}/hello");
     let before = stats()?;
     as_user_in_namespace(|| {
         mount_overlay(SIGNED, &dir)?;
-        let merged = format!("{dir}/merged");
-        runs(&format!("{merged}/hello"), &[], Some(HELLO_OUTPUT))?;
+        runs(&hello, &[], Some(HELLO_OUTPUT))?;
         runs(&format!("{merged}/cdynamic"), &[], Some(&expected))?;
-        runs(&format!("{merged}/hello"), &[], Some(HELLO_OUTPUT))?;
         let written = format!("{merged}/written");
-        std::fs::write(&written, read(HELLO_UNSIGNED)?).context("write into the overlay")?;
-        std::fs::set_permissions(&written, std::os::unix::fs::PermissionsExt::from_mode(0o755)).context("chmod")?;
+        elfsig_guest::harness::write_exec(&written, &read(HELLO_UNSIGNED)?)?;
         refused(&written)
     })?;
+    counters_grew(&before, &stats()?, &[("unsigned", 1), ("untrusted_mount", 0)])?;
+    // Another container over the same layers: the verdict of the lower file serves it.
+    let again = stats()?;
+    as_user_in_namespace(|| {
+        mount_overlay(SIGNED, &dir)?;
+        runs(&hello, &[], Some(HELLO_OUTPUT))
+    })?;
     let after = stats()?;
-    ensure(grew(&before, &after, "cache_hits") >= 1, || "no verdict of the lower layer was cached".into())?;
-    counters_grew(&before, &after, &[("unsigned", 1), ("untrusted_mount", 0)])
+    ensure(grew(&again, &after, "cache_hits") >= 1, || "the lower file's verdict was not cached".into())?;
+    counters_grew(&again, &after, &[("cache_misses", 0)])
 }
 
 /// A tmpfs the user mounts in its own user namespace: the kernel does not trust such a mount
@@ -335,8 +357,7 @@ fn user_namespace_mounts() -> Outcome {
         std::fs::create_dir_all(&mnt).context("create mnt")?;
         system::mount_with("tmpfs", &mnt, "tmpfs", 0, "").context("mount tmpfs")?;
         let program = format!("{mnt}/prog");
-        std::fs::write(&program, &signed).context("write the program")?;
-        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).context("chmod")?;
+        elfsig_guest::harness::write_exec(&program, &signed)?;
         Ok(program)
     };
     let daemon = audit()?;
@@ -345,17 +366,16 @@ fn user_namespace_mounts() -> Outcome {
     counters_grew(&before, &stats()?, &[("untrusted_mount", 1)])?;
     audited(&daemon, "elfsig_exec", "untrusted_mount", "/mnt/prog")?;
 
-    write_control("untrusted", "verify").context("allow untrusted mounts")?;
-    let policy = std::fs::read_to_string(elfsig_guest::harness::control("filesystems")).unwrap_or_default();
-    let before = stats()?;
-    let allowed = as_user_in_namespace(|| {
-        let program = mount_and_write(&dir)?;
-        runs(&program, &[], Some(HELLO_OUTPUT))?;
-        runs(&program, &[], Some(HELLO_OUTPUT))
-    });
-    let after = stats()?;
-    write_control("untrusted", "refuse").context("refuse untrusted mounts again")?;
-    allowed?;
+    let (policy, before, after) = with_untrusted_verified(|| {
+        let policy = read(elfsig_guest::harness::control("filesystems"))?;
+        let before = stats()?;
+        as_user_in_namespace(|| {
+            let program = mount_and_write(&dir)?;
+            runs(&program, &[], Some(HELLO_OUTPUT))?;
+            runs(&program, &[], Some(HELLO_OUTPUT))
+        })?;
+        Ok((String::from_utf8_lossy(&policy).into_owned(), before, stats()?))
+    })?;
     ensure(policy.lines().any(|l| l == "untrusted verify"), || format!("filesystems said {policy:?}"))?;
     // Each of the two execs verifies twice: its exec check, and binfmt_elf mapping it.
     counters_grew(&before, &after, &[("cache_hits", 0), ("cache_misses", 4), ("untrusted_mount", 0)])
@@ -386,20 +406,13 @@ fn fuse_mounts() -> Outcome {
         refused(&program)?;
         counters_grew(&before, &stats()?, &[("untrusted_mount", 1)])?;
         let records = audit.records(INTEGRITY_DATA).context("read the audit records")?;
-        ensure(
-            records.iter().map(|r| audit_fields(r)).any(|f| {
-                f.get("op").map(String::as_str) == Some("elfsig_exec")
-                    && f.get("cause").map(String::as_str) == Some("untrusted_mount")
-                    && f.get("name").is_some_and(|n| n.ends_with("/fuse/mnt/prog"))
-            }),
-            || format!("no record of the FUSE program among {records:#?}"),
-        )?;
-        write_control("untrusted", "verify").context("allow untrusted mounts")?;
-        let before = stats()?;
-        let ran = runs(&program, &[], Some(HELLO_OUTPUT)).and_then(|()| runs(&program, &[], Some(HELLO_OUTPUT)));
-        let after = stats()?;
-        write_control("untrusted", "refuse").context("refuse untrusted mounts again")?;
-        ran?;
+        audited_by(&records, 0, "elfsig_exec", "untrusted_mount", "/fuse/mnt/prog")?;
+        let (before, after) = with_untrusted_verified(|| {
+            let before = stats()?;
+            runs(&program, &[], Some(HELLO_OUTPUT))?;
+            runs(&program, &[], Some(HELLO_OUTPUT))?;
+            Ok((before, stats()?))
+        })?;
         // Each exec verifies twice: its exec check, and binfmt_elf mapping it.
         counters_grew(&before, &after, &[("cache_hits", 0), ("cache_misses", 4)])
     })();
@@ -441,7 +454,7 @@ fn memfds() -> Outcome {
         let (program, path) = memfd(&signed)?;
         let writable = system::map(&program, signed.len(), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)
             .context("map the memfd shared and writable")?;
-        system::add_seals(&program, F_SEAL_FUTURE_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)
+        system::add_seals(&program, libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)
             .context("seal for future writes")?;
         refused(&path)?;
         drop(writable);
@@ -710,9 +723,11 @@ fn lingering_failed_execs() -> Outcome {
         }
         Ok(())
     })();
-    let _ = system::kill(-group, libc::SIGKILL);
+    // Left running, they would fail this case for the module and disturb the next ones.
+    let killed = system::kill(-group, libc::SIGKILL).context("kill the lingering processes");
     system::reap_children();
     result?;
+    killed?;
     let mut left = u64::MAX;
     for _ in 0..100 {
         left = stats()?.get("execs_pending").copied().unwrap_or(0);
