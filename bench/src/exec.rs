@@ -13,8 +13,9 @@ const KEYS: &str = "keys";
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let slices = 10;
     let per_slice = effort.pick(200, 20, 2);
-    for run in effort.rounds(effort.pick(5, 5, 2)) {
-        progress(&format!("exec run {}/5", run + 1));
+    let rounds = effort.pick(5, 5, 2);
+    for run in effort.rounds(rounds) {
+        progress(&format!("exec run {}/{rounds}", run + 1));
         let totals = totals(&switch.interleave(
             run,
             slices,
@@ -34,8 +35,9 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
 fn keys(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let (slices, per_slice) = (10, effort.pick(100, 10, 2));
     switch.enter(Config::ElfsigCold)?;
-    for run in effort.rounds(effort.pick(5, 5, 2)) {
-        progress(&format!("keys run {}/5", run + 1));
+    let rounds = effort.pick(5, 5, 2);
+    for run in effort.rounds(rounds) {
+        progress(&format!("keys run {}/{rounds}", run + 1));
         let mut totals = [0.0; 2];
         for slice in 0..slices {
             for i in [slice % 2, 1 - slice % 2] {

@@ -41,12 +41,16 @@ fn main() {
     let part = elfsig_guest::cmdline(image::BENCH_PART).unwrap_or_else(|| "0/1".into());
     let (index, count) =
         part.split_once('/').and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?))).unwrap_or((0, 1));
-    let level = elfsig_guest::cmdline(image::BENCH_EFFORT)
-        .and_then(|word| image::BenchEffort::parse(&word))
-        .unwrap_or(image::BenchEffort::Full);
-    let effort = Effort { level, index, count };
+    // No word: the full bench. An unknown one is an error, not hours of the full bench.
+    let level = match elfsig_guest::cmdline(image::BENCH_EFFORT) {
+        None => Ok(image::BenchEffort::Full),
+        Some(word) => image::BenchEffort::parse(&word).ok_or(format!("unknown {}={word}", image::BENCH_EFFORT)),
+    };
     let suites = elfsig_guest::cmdline(image::BENCH_SUITES);
-    let result = run(effort, |suite| suites.as_deref().is_none_or(|list| list.split(',').any(|s| s == suite)));
+    let result = level.and_then(|level| {
+        let effort = Effort { level, index, count };
+        run(effort, |suite| suites.as_deref().is_none_or(|list| list.split(',').any(|s| s == suite)))
+    });
     if let Err(e) = &result {
         println!("{}{e}", image::BENCH_ERROR);
     }

@@ -23,7 +23,8 @@ pub fn check_deduplicated(vmlinux: &Path) -> Result {
         if copies != 1 {
             return Err(format!(
                 "{}'s BTF describes struct {name} {copies} times: pahole did not deduplicate its types, and the \
-                 mapping guard's programs would not load (remove the kernel's cache directory to build it again)",
+                 mapping guard's programs would not load (the kernel's C flags for BTF, kernel::NO_BTF_TYPE_TAGS, did not take \
+                 effect with this pahole)",
                 vmlinux.display()
             ));
         }

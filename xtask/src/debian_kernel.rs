@@ -133,7 +133,9 @@ pub fn filesystem_modules(kernel: &DebianKernel) -> Result<Vec<PathBuf>> {
         order.push(path);
     }
     // Built into the kernel: nothing to load.
-    let builtin = fs::read_to_string(modules.join("modules.builtin")).unwrap_or_default();
+    let builtin_list = modules.join("modules.builtin");
+    let builtin =
+        fs::read_to_string(&builtin_list).map_err(|e| format!("cannot read {}: {e}", builtin_list.display()))?;
     let mut order = Vec::new();
     for wanted in FILESYSTEM_MODULES {
         match table.iter().find(|(path, _)| name_of(path) == *wanted) {

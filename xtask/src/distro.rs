@@ -95,8 +95,10 @@ pub fn test() -> Result {
         system_boot(kernel, &signed.disk, &signed.initrd, "distro-enforce", &with_tools),
         system_boot(kernel, &signed.disk, dracut_initrd, "distro-dracut", &with_dracut),
     ];
-    let mut checked = qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console)));
-    let (enforced, dracut) = (checked.next().unwrap_or(Ok(())), checked.next().unwrap_or(Ok(())));
+    let checked: Vec<Result> =
+        qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
+    let [enforced, dracut]: [Result; 2] =
+        checked.try_into().map_err(|_| "the two boots did not give two results".to_owned())?;
 
     let unsigned = inputs.make(image::Variant::Unsigned, false)?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
@@ -106,7 +108,10 @@ pub fn test() -> Result {
     let path = paths::target().join("distro/to-sign.txt");
     fs::write(&path, list.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("xtask: permissive mode found {} files left to sign; listed in {}", list.len(), path.display());
-    enforced.and(dracut)
+    match (enforced, dracut) {
+        (Err(enforced), Err(dracut)) => Err(format!("{enforced}\n{dracut}")),
+        (enforced, dracut) => enforced.and(dracut),
+    }
 }
 
 /// What boots the image: the root file system on the virtio disk.

@@ -38,7 +38,10 @@ pub fn run(options: &flags::Test) -> Result {
         // Nothing is left running behind the failure (mmdebstrap would outlive this process).
         eprintln!("xtask: waiting for the Debian roots being made before stopping");
     }
-    let roots = roots.join().map_err(|_| "preparing the Debian roots panicked".to_owned());
+    let roots = roots.join().map_err(|panic| {
+        let why = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+        format!("preparing the Debian roots panicked: {}", why.unwrap_or("(no message)"))
+    });
     workspace?;
     roots??;
     if kernels.test() {

@@ -94,13 +94,16 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
     // the kernel was patching while the module unloaded (text_poke_bp): TCG ran the other
     // vCPU's stale translation. The test kernel covers SMP.
     let modules = debian_kernel::filesystem_modules(&kernel)?;
-    boot_suite(&kernel.vmlinuz, &ko, keys, &modules, DEBIAN_CPUS, &[(debian_kernel::NAME, &test, 900)])?;
-    if let Some(seconds) = stress_seconds {
-        let stress = format!("{}=stress {}={seconds} {distro}", image::SUITE, image::STRESS_SECONDS);
-        let label = format!("{}-stress", debian_kernel::NAME);
-        boot_suite(&kernel.vmlinuz, &ko, keys, &modules, DEBIAN_CPUS, &[(&label, &stress, 600 + 3 * seconds)])?;
+    // One initramfs for both boots, one after the other.
+    let stress = stress_seconds.map(|seconds| {
+        let append = format!("{}=stress {}={seconds} {distro}", image::SUITE, image::STRESS_SECONDS);
+        (format!("{}-stress", debian_kernel::NAME), append, 600 + 3 * seconds)
+    });
+    let mut boots = vec![(debian_kernel::NAME, test.as_str(), 900)];
+    if let Some((label, append, timeout)) = &stress {
+        boots.push((label, append, *timeout));
     }
-    Ok(())
+    boot_suite(&kernel.vmlinuz, &ko, keys, &modules, DEBIAN_CPUS, &boots)
 }
 
 /// Debian's kernel and the module built for it with the test keys' certificates embedded:

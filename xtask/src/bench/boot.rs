@@ -47,18 +47,15 @@ pub fn measure(
     let rounds = effort.pick(4, 1, 1);
     // Each VM boots every configuration in turn, a run being one VM's; a smoke run boots them
     // side by side instead, once each, as one run.
-    let side_by_side = effort == BenchEffort::Smoke;
-    let vms = if side_by_side { CONFIGS.len() } else { VMS };
-    let steps = if side_by_side { 1 } else { CONFIGS.len() };
+    let (vms, steps, runs_per_round) =
+        if effort == BenchEffort::Smoke { (CONFIGS.len(), 1, 1) } else { (VMS, CONFIGS.len(), VMS) };
+    let figure = crate::bench::figure(clock).1;
     let mut results = Results::default();
     let mut accel = "";
     for round in 0..rounds {
         for step in 0..steps {
             let booted: Vec<(&str, usize)> = (0..vms)
-                .map(|vm| {
-                    let run = if side_by_side { round } else { round * vms + vm };
-                    (CONFIGS[(round + step + vm) % CONFIGS.len()], run)
-                })
+                .map(|vm| (CONFIGS[(round + step + vm) % CONFIGS.len()], round * runs_per_round + vm % runs_per_round))
                 .collect();
             eprintln!(
                 "xtask: boot bench, round {}/{rounds}, step {}/{}: {}",
@@ -67,7 +64,6 @@ pub fn measure(
                 steps,
                 booted.iter().map(|(config, run)| format!("{config} (run {run})")).collect::<Vec<_>>().join(", ")
             );
-            let figure = crate::bench::figure(clock).1;
             let labels: Vec<String> =
                 booted.iter().map(|(config, run)| format!("boot{figure}-{config}-{run}")).collect();
             let appends: Vec<String> = booted
@@ -100,7 +96,7 @@ pub fn measure(
             }
         }
     }
-    check_complete(&results, if side_by_side { rounds } else { rounds * vms })?;
+    check_complete(&results, rounds * runs_per_round)?;
     Ok((results, accel.to_owned()))
 }
 
