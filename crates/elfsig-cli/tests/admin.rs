@@ -138,6 +138,18 @@ fn untrusted_shows_and_sets_the_word_the_module_reads_and_the_lock_keeps_refuse(
     assert_eq!(fake.get("untrusted"), "refuse\n");
     fake.elfsig(&["untrusted", "refuse"]).assert().success();
     fake.elfsig(&["untrusted", "allow"]).assert().code(2).stderr(contains("invalid value 'allow'"));
+    // A word the module wrote that this version does not know.
+    fake.set("untrusted", "allow\n");
+    fake.elfsig(&["untrusted"]).assert().code(1).stderr(contains("\"allow\""));
+}
+
+#[test]
+fn a_filesystems_file_without_its_policy_lines_fails_status() {
+    for broken in ["verify *\nuntrusted refuse\n", "cache ext4\nverify *\n", "cache ext4\nuntrusted allow\n"] {
+        let fake = Fake::new();
+        fake.set("filesystems", broken);
+        fake.elfsig(&["status"]).assert().code(1).stderr(contains("filesystems"));
+    }
 }
 
 #[test]
@@ -173,7 +185,7 @@ fn without_the_module_status_says_not_loaded_and_exits_1() {
     assert_eq!(v["loaded"], false);
     assert!(v.get("mode").is_none(), "{v}");
     fake.elfsig(&["status"]).assert().code(1).stdout(contains("module:         not loaded (no "));
-    for args in [&["mode", "permissive"][..], &["loader"], &["flush"]] {
+    for args in [&["mode", "permissive"][..], &["loader"], &["flush"], &["untrusted"], &["untrusted", "verify"]] {
         fake.elfsig(args).assert().code(1).stderr(contains("the elfsig module is not loaded"));
     }
 }
@@ -257,7 +269,7 @@ fn is_root() -> bool {
 /// loses the capabilities that override file permissions (as a process of another user would
 /// have none to begin with).
 fn unprivileged(fake: &Fake, args: &[&str]) -> Command {
-    for name in ["mode", "lock", "loader", "guard", "flush"] {
+    for name in ["mode", "lock", "loader", "guard", "flush", "untrusted"] {
         fs::set_permissions(fake.dir.join(name), fs::Permissions::from_mode(0o400)).unwrap();
     }
     if !is_root() {
@@ -282,6 +294,8 @@ fn changing_a_setting_without_privilege_says_it_needs_root() {
     assert_eq!(fake.get("mode"), "enforce\n");
     unprivileged(&fake, &["flush"]).assert().code(1).stderr(contains("needs root"));
     assert_eq!(fake.get("flush"), "");
+    unprivileged(&fake, &["untrusted", "verify"]).assert().code(1).stderr(contains("needs root"));
+    assert_eq!(fake.get("untrusted"), "refuse\n");
     // Reading needs no more than the files' modes allow.
     unprivileged(&fake, &["status"]).assert().success();
 }

@@ -121,7 +121,7 @@ impl Control {
         let text = self.read("filesystems")?;
         Filesystems::parse(&text)
             .map(Some)
-            .ok_or_else(|| Error::Unexpected { file: self.path("filesystems"), content: text })
+            .map_err(|content| Error::Unexpected { file: self.path("filesystems"), content })
     }
 
     /// The mapping guard's state.

@@ -87,19 +87,20 @@ pub struct Filesystems {
 
 impl Filesystems {
     /// Parses the control file: `cache FS...`, `verify *`, `untrusted WORD`, `internal sealed`.
-    /// Lines this version does not know are skipped (a newer module may add some).
-    pub fn parse(text: &str) -> Option<Self> {
+    /// Lines this version does not know are skipped (a newer module may add some). Fails with
+    /// what is not understood: the `untrusted` line, or the line missing.
+    pub fn parse(text: &str) -> Result<Self, String> {
         let mut cached = None;
-        let mut untrusted = None;
+        let mut untrusted = Err("no untrusted line".to_owned());
         for line in text.lines() {
             let mut words = line.split_whitespace();
             match words.next() {
                 Some("cache") => cached = Some(words.map(str::to_owned).collect()),
-                Some("untrusted") => untrusted = words.next().and_then(Untrusted::parse),
+                Some("untrusted") => untrusted = words.next().and_then(Untrusted::parse).ok_or_else(|| line.to_owned()),
                 _ => {}
             }
         }
-        Some(Filesystems { cached: cached?, untrusted: untrusted? })
+        Ok(Filesystems { cached: cached.ok_or("no cache line")?, untrusted: untrusted? })
     }
 
     /// What applies to files on a filesystem of type `fstype` mounted by the initial user
@@ -178,5 +179,21 @@ impl fmt::Display for Guard {
             Guard::Unavailable(why) => write!(f, "unavailable: {why}"),
             other => f.write_str(other.word()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filesystems_parse_what_the_module_writes_and_skip_what_is_new() {
+        let fs = Filesystems::parse("cache ext4 tmpfs\nverify *\nuntrusted verify\ninternal sealed\nnewer rule\n")
+            .expect("parses");
+        assert_eq!(fs.cached, ["ext4", "tmpfs"]);
+        assert_eq!(fs.untrusted, Untrusted::Verify);
+        assert_eq!(Filesystems::parse("cache ext4\nuntrusted allow\n").err().as_deref(), Some("untrusted allow"));
+        assert_eq!(Filesystems::parse("cache ext4\n").err().as_deref(), Some("no untrusted line"));
+        assert_eq!(Filesystems::parse("untrusted refuse\n").err().as_deref(), Some("no cache line"));
     }
 }
