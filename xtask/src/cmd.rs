@@ -20,6 +20,23 @@ impl Cmd {
         Cmd { command: Command::new(program), shown }
     }
 
+    /// Cargo, its intermediate files (dependencies compiled, incremental state) kept in the
+    /// cache outside the repository: a fresh clone compiles its own crates only, not the
+    /// hundreds of dependencies again. Cargo's fingerprints key what it holds (a dependency's
+    /// version, features, flags and compiler); the final binaries stay in `target/`. Deleting
+    /// [`paths::cargo_build`] costs one cold build. A build directory the caller chose
+    /// (`CARGO_BUILD_BUILD_DIR`) is kept.
+    pub fn cargo() -> Self {
+        let cmd = Cmd::new("cargo");
+        if std::env::var_os("CARGO_BUILD_BUILD_DIR").is_some() {
+            return cmd;
+        }
+        // Not shown: it would prefix every cargo command printed.
+        let mut cmd = cmd;
+        cmd.command.env("CARGO_BUILD_BUILD_DIR", crate::paths::cargo_build());
+        cmd
+    }
+
     /// Adds an argument.
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.shown.push(' ');

@@ -51,7 +51,7 @@ fn fuzz(targets: &[(&str, &str)], seconds: u64) -> Result {
     for (target, krate) in targets {
         let dir = corpus.join(target);
         let krate = paths::root().join(krate);
-        Cmd::new("cargo")
+        Cmd::cargo()
             .args(["+nightly", "fuzz", "run", target])
             .arg(&dir)
             .arg("--")
@@ -83,11 +83,13 @@ fn coverage(targets: &[(&str, &str)]) -> Result {
     fs::create_dir_all(&reports).map_err(|e| format!("cannot create {}: {e}", reports.display()))?;
     for (target, krate) in targets {
         let krate = paths::root().join(krate);
-        Cmd::new("cargo")
+        Cmd::cargo()
             .args(["+nightly", "fuzz", "coverage", target])
             .arg(corpus.join(target))
             .arg("--target-dir")
             .arg(&build)
+            // Its instrumented build apart from the fuzzing one, which it would evict.
+            .env("CARGO_BUILD_BUILD_DIR", &build)
             .dir(&krate)
             .run()?;
         let binary = build.join("x86_64-unknown-linux-gnu/release").join(target);

@@ -29,9 +29,11 @@ pub fn check() -> Result {
         // and the core has no dependencies, so this takes seconds.
         let target_dir = paths::target().join("nopanic");
         let _ = std::fs::remove_dir_all(&target_dir);
-        let mut cmd = Cmd::new("cargo")
+        let mut cmd = Cmd::cargo()
             .args(["rustc", "--quiet", "--package", "elfsig-core", "--lib", "--release", "--target-dir"])
-            .arg(&target_dir);
+            .arg(&target_dir)
+            // The object is looked for in its deps/.
+            .env("CARGO_BUILD_BUILD_DIR", &target_dir);
         if !features.is_empty() {
             cmd = cmd.arg("--features").arg(features.join(","));
         }

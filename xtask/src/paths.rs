@@ -22,3 +22,8 @@ pub fn cache() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/tmp"));
     base.join("elfsig")
 }
+
+/// Where cargo's intermediate files go when xtask runs it (see [`crate::cmd::Cmd::cargo`]).
+pub fn cargo_build() -> PathBuf {
+    cache().join("cargo-build")
+}

@@ -22,15 +22,15 @@ pub fn run(options: &flags::Test) -> Result {
     let roots = prepare_roots(kernels)?;
     let workspace = (|| {
         phases.time("fmt, clippy, panic check", || {
-            Cmd::new("cargo").args(["fmt", "--all", "--check"]).dir(&root).run()?;
-            Cmd::new("cargo")
+            Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
+            Cmd::cargo()
                 .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
                 .dir(&root)
                 .run()?;
             nopanic::check()
         })?;
         phases.time("workspace tests", || {
-            Cmd::new("cargo").args(["test", "--workspace", "--all-features"]).dir(&root).run()
+            Cmd::cargo().args(["test", "--workspace", "--all-features"]).dir(&root).run()
         })?;
         phases.time("fuzz smoke", fuzz::smoke)
     })();

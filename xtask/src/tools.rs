@@ -8,13 +8,13 @@ use crate::paths;
 
 /// Builds the release `elfsig` binary and returns its path.
 pub fn build_cli() -> Result<PathBuf> {
-    Cmd::new("cargo").args(["build", "--quiet", "--release", "--package", "elfsig-cli"]).dir(&paths::root()).run()?;
+    Cmd::cargo().args(["build", "--quiet", "--release", "--package", "elfsig-cli"]).dir(&paths::root()).run()?;
     Ok(paths::target().join("release/elfsig"))
 }
 
 /// Builds the release `elfsig-guard` binary (the mapping guard's loader) and returns its path.
 pub fn build_guard() -> Result<PathBuf> {
-    Cmd::new("cargo").args(["build", "--quiet", "--release", "--package", "elfsig-guard"]).dir(&paths::root()).run()?;
+    Cmd::cargo().args(["build", "--quiet", "--release", "--package", "elfsig-guard"]).dir(&paths::root()).run()?;
     Ok(paths::target().join("release/elfsig-guard"))
 }
 
@@ -22,7 +22,7 @@ pub fn build_guard() -> Result<PathBuf> {
 /// must be, with no libraries around; returns its path.
 pub fn build_static(package: &str) -> Result<PathBuf> {
     let triple = "x86_64-unknown-linux-gnu";
-    Cmd::new("cargo")
+    Cmd::cargo()
         .args(["build", "--quiet", "--release", "--package", package, "--target", triple])
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
         .dir(&paths::root())

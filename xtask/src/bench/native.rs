@@ -55,7 +55,7 @@ impl Native {
 
 /// Takes the native measurements.
 pub fn measure(effort: BenchEffort) -> Result<Native> {
-    let mut cmd = Cmd::new("cargo").args(["bench", "--package", "elfsig-cli", "--bench", "elfsig"]).dir(&paths::root());
+    let mut cmd = Cmd::cargo().args(["bench", "--package", "elfsig-cli", "--bench", "elfsig"]).dir(&paths::root());
     if effort != BenchEffort::Full {
         cmd = cmd.args(["--", "--quick"]);
     }
