@@ -21,8 +21,9 @@ while [ $i -lt 20 ]; do
 done
 "#;
 
-/// Writes the tree: 36 directories of 40 files, sizes spread up to 14 KB, about 10 MB in all.
-fn setup() -> Result<(), String> {
+/// Writes the tree: `dirs` directories (36, a smoke run 4) of 40 files, sizes spread up to
+/// 14 KB, about 10 MB in all.
+fn setup(dirs: usize) -> Result<(), String> {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
         x ^= x << 13;
@@ -30,7 +31,7 @@ fn setup() -> Result<(), String> {
         x ^= x << 17;
         x
     };
-    for d in 0..36 {
+    for d in 0..dirs {
         let dir = format!("/tmp/apps/tree/d{d:02}");
         std::fs::create_dir_all(&dir).context("create tree")?;
         for f in 0..40 {
@@ -65,8 +66,8 @@ fn clear(path: &str) -> Result<(), String> {
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    setup()?;
-    let runs = effort.pick(40, 6, 2);
+    setup(effort.pick(36, 36, 4))?;
+    let runs = effort.pick(40, 6, 1);
     for run in effort.rounds(runs) {
         progress(&format!("apps run {}/{runs}", run + 1));
         let times = totals(&switch.interleave(run, 1, prepare, measure)?);

@@ -13,7 +13,7 @@ pub(crate) const PROGRAMS: [&str; 18] = [
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let rounds = effort.pick(4, 2, 2);
+    let rounds = effort.pick(4, 2, 1);
     let slices = effort.pick(10, 5, 1);
     let per_slice = effort.pick(25, 12, 2);
     if effort.first() {

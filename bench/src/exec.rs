@@ -11,9 +11,9 @@ const KEYS: &str = "keys";
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let slices = 10;
+    let slices = effort.pick(10, 10, 2);
     let per_slice = effort.pick(200, 20, 2);
-    let rounds = effort.pick(5, 5, 2);
+    let rounds = effort.pick(5, 5, 1);
     for run in effort.rounds(rounds) {
         progress(&format!("exec run {}/{rounds}", run + 1));
         let totals = totals(&switch.interleave(
@@ -33,9 +33,9 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
 /// Cold execs of [`image::BENCH_HELLO_BY_KEY`]'s copies, alternating slice by slice: the kernel
 /// verifies each copy's signature on every exec, and nothing else differs.
 fn keys(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let (slices, per_slice) = (10, effort.pick(100, 10, 2));
+    let (slices, per_slice) = (effort.pick(10, 10, 2), effort.pick(100, 10, 2));
     switch.enter(Config::ElfsigCold)?;
-    let rounds = effort.pick(5, 5, 2);
+    let rounds = effort.pick(5, 5, 1);
     for run in effort.rounds(rounds) {
         progress(&format!("keys run {}/{rounds}", run + 1));
         let mut totals = [0.0; 2];

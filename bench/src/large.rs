@@ -70,7 +70,7 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let ima_signature = std::fs::read(format!("{}/{PROGRAM}.sig", elfsig_guest::image::BENCH_IMA_SIGNATURES))
         .context("read the IMA signature")?;
 
-    for run in effort.rounds(effort.pick(4, 2, 2)) {
+    for run in effort.rounds(effort.pick(4, 2, 1)) {
         for config in Config::order(run) {
             progress(&format!("large run {}: {}", run + 1, config.name()));
             match config {

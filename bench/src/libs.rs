@@ -49,7 +49,7 @@ fn measure(config: Config, count: usize) -> Result<Vec<f64>, String> {
 
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let rounds = effort.pick(4, 2, 2);
+    let rounds = effort.pick(4, 2, 1);
     let slices = effort.pick(5, 2, 1);
     let per_slice = effort.pick(5, 2, 1);
     if effort.first() {

@@ -60,7 +60,13 @@ pub fn run(options: &flags::Bench) -> Result {
     if suites.contains(&BOOT) && !kernels.test() {
         return Err(format!("the {BOOT} suite boots the test kernel only: drop --kernel, or use --kernel test"));
     }
-    bench(if options.quick { BenchEffort::Quick } else { BenchEffort::Full }, &suites, kernels)
+    let effort = match (options.quick, options.smoke) {
+        (true, true) => return Err("--quick and --smoke are two efforts: pick one".into()),
+        (true, false) => BenchEffort::Quick,
+        (false, true) => BenchEffort::Smoke,
+        (false, false) => BenchEffort::Full,
+    };
+    bench(effort, &suites, kernels)
 }
 
 /// The bench VM's suites, as `--suite` names them.
@@ -151,39 +157,49 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     };
     for &clock in clocks {
         let (figure, clock_suffix) = figure(clock);
-        if kernels.test() {
-            let name = format!("the 6.12 test kernel (no debug options), {figure}");
-            let mut run = match &test_kernel {
-                Some((kernel, initramfs)) => {
-                    run_vms(&name, clock_suffix, &kernel.bzimage, initramfs, 1, "", effort, &vm_suites, clock)?
-                }
-                None => KernelRun::empty(&name, clock_suffix),
-            };
-            if let Some(image) = &boot_image {
-                let start = Instant::now();
-                let (results, accel) = boot::measure(image, effort, clock)?;
-                run.results.records.extend(results.records);
-                run.accel = accel;
-                run.seconds += start.elapsed().as_secs_f64();
-            }
-            runs.push(run);
+        let test_name = format!("the 6.12 test kernel (no debug options), {figure}");
+        let mut guests = Vec::new();
+        if let Some((kernel, initramfs)) = &test_kernel {
+            guests.push(Guests {
+                name: test_name.clone(),
+                suffix: clock_suffix.to_owned(),
+                kernel: &kernel.bzimage,
+                initramfs,
+                cpus: 1,
+                extra: String::new(),
+            });
         }
         if let (Some((kernel, _)), Some(initramfs)) = (&debian, &debian_initramfs) {
-            let name = format!("Debian's {} kernel, {figure}", debian_kernel::RELEASE);
-            let distro = format!(" {}=distro", image::KERNEL);
-            let suffix = format!("-{}{clock_suffix}", debian_kernel::NAME);
-            runs.push(run_vms(
-                &name,
-                &suffix,
-                &kernel.vmlinuz,
+            guests.push(Guests {
+                name: format!("Debian's {} kernel, {figure}", debian_kernel::RELEASE),
+                suffix: format!("-{}{clock_suffix}", debian_kernel::NAME),
+                kernel: &kernel.vmlinuz,
                 initramfs,
-                vm::DEBIAN_CPUS,
-                &distro,
-                effort,
-                &vm_suites,
-                clock,
-            )?);
+                cpus: vm::DEBIAN_CPUS,
+                extra: format!(" {}=distro", image::KERNEL),
+            });
         }
+        // A smoke run boots one VM per kernel, the kernels side by side; a measuring run, two
+        // per kernel, one kernel after the other.
+        let mut measured = Vec::new();
+        if effort == BenchEffort::Smoke {
+            measured = run_vms(&guests, effort, &vm_suites, clock)?;
+        } else {
+            for one in &guests {
+                measured.extend(run_vms(std::slice::from_ref(one), effort, &vm_suites, clock)?);
+            }
+        }
+        if kernels.test() && test_kernel.is_none() {
+            measured.insert(0, KernelRun::empty(&test_name, clock_suffix));
+        }
+        if let (Some(image), Some(run)) = (&boot_image, measured.first_mut()) {
+            let start = Instant::now();
+            let (results, accel) = boot::measure(image, effort, clock)?;
+            run.results.records.extend(results.records);
+            run.accel = accel;
+            run.seconds += start.elapsed().as_secs_f64();
+        }
+        runs.extend(measured);
     }
 
     let dir = paths::target().join("bench").join(&started);
@@ -261,57 +277,76 @@ pub fn figure(clock: qemu::Clock) -> (&'static str, &'static str) {
     }
 }
 
-/// Boots the bench VMs on `kernel` with `cpus` vCPUs each and `extra` on the command line, with
-/// their clocks counting as `clock` says, and reads their measurements.
-#[allow(clippy::too_many_arguments)]
-fn run_vms(
-    name: &str,
-    suffix: &str,
-    kernel: &Path,
-    initramfs: &Path,
+/// One kernel's bench VMs: what they boot, and how the report names the kernel.
+struct Guests<'a> {
+    name: String,
+    /// What the run's files' names end with.
+    suffix: String,
+    kernel: &'a Path,
+    initramfs: &'a Path,
+    /// vCPUs per VM.
     cpus: u32,
-    extra: &str,
-    effort: BenchEffort,
-    suites: &[&str],
-    clock: qemu::Clock,
-) -> Result<KernelRun> {
+    /// Added to the kernel command line.
+    extra: String,
+}
+
+/// Boots the bench VMs of every kernel in `guests` at once (two per kernel, one in a smoke run),
+/// with their clocks counting as `clock` says, and reads each kernel's measurements.
+fn run_vms(guests: &[Guests<'_>], effort: BenchEffort, suites: &[&str], clock: qemu::Clock) -> Result<Vec<KernelRun>> {
     let start = Instant::now();
     // Emulated guests do not run exec-heavy work faster with more CPUs, but two one-CPU
-    // guests do twice the work of one.
-    let labels: Vec<String> = (0..VMS).map(|i| format!("bench{suffix}-{i}")).collect();
-    let appends: Vec<String> = (0..VMS)
-        .map(|i| {
-            let only = if suites.is_empty() {
-                String::new()
-            } else {
-                format!(" {}={}", image::BENCH_SUITES, suites.join(","))
-            };
-            format!("{}={} {}={i}/{VMS}{only}{extra}", image::BENCH_EFFORT, effort.word(), image::BENCH_PART)
-        })
-        .collect();
-    let boots: Vec<qemu::Boot<'_>> = (0..VMS)
-        .map(|i| qemu::Boot {
-            disk: None,
-            kernel,
-            initramfs,
-            append: &appends[i],
-            timeout_secs: effort.pick(3000, 1500, 900),
-            memory_mb: 3072,
-            cpus,
-            label: &labels[i],
-            clock,
+    // guests do twice the work of one. A smoke run's rounds are one VM's work.
+    let vms = if effort == BenchEffort::Smoke { 1 } else { VMS };
+    let only = if suites.is_empty() { String::new() } else { format!(" {}={}", image::BENCH_SUITES, suites.join(",")) };
+    let mut labels = Vec::new();
+    let mut appends = Vec::new();
+    for guest in guests {
+        for i in 0..vms {
+            labels.push(format!("bench{}-{i}", guest.suffix));
+            appends.push(format!(
+                "{}={} {}={i}/{vms}{only}{}",
+                image::BENCH_EFFORT,
+                effort.word(),
+                image::BENCH_PART,
+                guest.extra
+            ));
+        }
+    }
+    let boots: Vec<qemu::Boot<'_>> = labels
+        .iter()
+        .zip(&appends)
+        .enumerate()
+        .map(|(n, (label, append))| {
+            let guest = &guests[n / vms];
+            qemu::Boot {
+                disk: None,
+                kernel: guest.kernel,
+                initramfs: guest.initramfs,
+                append,
+                timeout_secs: effort.pick(3000, 1500, 900),
+                memory_mb: 3072,
+                cpus: guest.cpus,
+                label,
+                clock,
+            }
         })
         .collect();
     let runs = qemu::boot_all(&boots)?;
-    let consoles: Vec<(&str, &str)> = labels.iter().zip(&runs).map(|(l, r)| (l.as_str(), r.console.as_str())).collect();
-    let results = results::Results::parse_all(&consoles)?;
-    results.check_complete(if suites.is_empty() { &SUITES } else { suites })?;
-    Ok(KernelRun {
-        name: name.to_owned(),
-        suffix: suffix.to_owned(),
-        results,
-        accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
-        clock,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    let seconds = start.elapsed().as_secs_f64();
+    let mut measured = Vec::new();
+    for ((guest, labels), runs) in guests.iter().zip(labels.chunks(vms)).zip(runs.chunks(vms)) {
+        let consoles: Vec<(&str, &str)> =
+            labels.iter().zip(runs).map(|(l, r)| (l.as_str(), r.console.as_str())).collect();
+        let results = results::Results::parse_all(&consoles)?;
+        results.check_complete(if suites.is_empty() { &SUITES } else { suites })?;
+        measured.push(KernelRun {
+            name: guest.name.clone(),
+            suffix: guest.suffix.clone(),
+            results,
+            accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
+            clock,
+            seconds,
+        });
+    }
+    Ok(measured)
 }

@@ -35,6 +35,8 @@ xflags::xflags! {
         cmd bench {
             /// Fewer repetitions of every suite.
             optional --quick
+            /// Just enough of every suite to check it gives well-formed rows (what `test` runs).
+            optional --smoke
             /// Only this suite; repeatable.
             repeated --suite suite: String
             /// Only on this kernel: `test` (the 6.12 test kernel) or `debian-7.2`.

@@ -106,8 +106,13 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     );
     // The bench VM's suites, when any ran (the boot suite describes its own configurations).
     if results.records.iter().any(|r| r.suite != super::boot::SUITE) {
+        md.push_str(meta.effort.pick(
+            " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round.",
+            " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round.",
+            " Bench VM: one guest of 1 vCPU, beside the other kernel's.",
+        ));
         md.push_str(
-            " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round. Configurations, \
+            " Configurations, \
              interleaved (each round measures all four, in rotating order): `baseline` (module not loaded), \
              `elfsig-cold` (module enforcing with its mapping guard attached, so that every library is checked \
              too; verdict cache flushed before every exec), `elfsig-warm` (the same, cache warm), `ima` (IMA \
@@ -310,8 +315,8 @@ fn coreutils(md: &mut String, results: &Results, native: &Native) {
 pub fn side_by_side(kernels: &[(&str, &Results)]) -> String {
     let mut md = String::from("# elfsig benchmarks, kernel by kernel\n\n");
     md.push_str(
-        "Each kernel's VMs ran the same initramfs and configurations, one kernel after the other; ratios are \
-         against that kernel's own `baseline`, interleaved in the same runs. Medians over the coreutils \
+        "Each kernel's VMs ran the same initramfs and configurations (one kernel after the other; in a smoke run, \
+         side by side); ratios are against that kernel's own `baseline`, interleaved in the same runs. Medians over the coreutils \
          programs; totals over the runs for the `libs` cases.\n\n",
     );
     let _ = write!(md, "| measure |");
