@@ -459,8 +459,10 @@ fn built_objects_with_real_extended_numbering_sign() {
 // ---------------------------------------------------------------------------------------------
 // Random mutations.
 
-fn small_fixtures() -> Vec<Vec<u8>> {
-    fixtures::synth_matrix().into_iter().map(|(_, b)| b).filter(|b| b.len() < 64 * 1024).collect()
+/// Made once: building the matrix for each of the cases was nearly all of this test's time.
+fn small_fixtures() -> &'static [Vec<u8>] {
+    static SMALL: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    SMALL.get_or_init(|| fixtures::synth_matrix().into_iter().map(|(_, b)| b).filter(|b| b.len() < 64 * 1024).collect())
 }
 
 #[derive(Clone, Debug)]
