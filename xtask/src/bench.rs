@@ -77,12 +77,30 @@ const BOOT: &str = boot::SUITE;
 /// The suite that measures signing on the host.
 const SIGNING: &str = signing::SUITE;
 
-/// One kernel's bench run.
-struct KernelRun {
-    /// How the report names the kernel.
+/// A kernel the bench runs on: how the report names it, and what its files' names carry
+/// (`results-debian-7.2.csv`; nothing for the test kernel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Benched {
     name: String,
-    /// What its files' names end with (`results{suffix}.csv`).
     suffix: String,
+}
+
+impl Benched {
+    fn test() -> Benched {
+        Benched { name: "the 6.12 test kernel (no debug options)".to_owned(), suffix: String::new() }
+    }
+
+    fn debian() -> Benched {
+        Benched {
+            name: format!("Debian's {} kernel", debian_kernel::RELEASE),
+            suffix: format!("-{}", debian_kernel::NAME),
+        }
+    }
+}
+
+/// One kernel's bench run, with one clock.
+struct KernelRun {
+    kernel: Benched,
     results: results::Results,
     accel: String,
     /// What the guests' clocks counted.
@@ -92,19 +110,18 @@ struct KernelRun {
 
 impl KernelRun {
     /// A kernel's run before anything is measured.
-    fn empty(name: &str, suffix: &str) -> KernelRun {
-        KernelRun {
-            name: name.to_owned(),
-            suffix: suffix.to_owned(),
-            results: results::Results::default(),
-            accel: String::new(),
-            clock: if suffix.ends_with(figure(qemu::Clock::Instructions).1) {
-                qemu::Clock::Instructions
-            } else {
-                qemu::Clock::Host
-            },
-            seconds: 0.0,
-        }
+    fn empty(kernel: Benched, clock: qemu::Clock) -> KernelRun {
+        KernelRun { kernel, results: results::Results::default(), accel: String::new(), clock, seconds: 0.0 }
+    }
+
+    /// How the report names the run: the kernel and the figure.
+    fn name(&self) -> String {
+        format!("{}, {}", self.kernel.name, figure(self.clock).0)
+    }
+
+    /// What its files' names end with (`results{suffix}.csv`).
+    fn suffix(&self) -> String {
+        format!("{}{}", self.kernel.suffix, figure(self.clock).1)
     }
 }
 
@@ -156,13 +173,10 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         &[qemu::Clock::Instructions, qemu::Clock::Host]
     };
     for &clock in clocks {
-        let (figure, clock_suffix) = figure(clock);
-        let test_name = format!("the 6.12 test kernel (no debug options), {figure}");
         let mut guests = Vec::new();
         if let Some((kernel, initramfs)) = &test_kernel {
             guests.push(Guests {
-                name: test_name.clone(),
-                suffix: clock_suffix.to_owned(),
+                benched: Benched::test(),
                 kernel: &kernel.bzimage,
                 initramfs,
                 cpus: 1,
@@ -171,8 +185,7 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         }
         if let (Some((kernel, _)), Some(initramfs)) = (&debian, &debian_initramfs) {
             guests.push(Guests {
-                name: format!("Debian's {} kernel, {figure}", debian_kernel::RELEASE),
-                suffix: format!("-{}{clock_suffix}", debian_kernel::NAME),
+                benched: Benched::debian(),
                 kernel: &kernel.vmlinuz,
                 initramfs,
                 cpus: vm::DEBIAN_CPUS,
@@ -190,7 +203,7 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             }
         }
         if kernels.test() && test_kernel.is_none() {
-            measured.insert(0, KernelRun::empty(&test_name, clock_suffix));
+            measured.insert(0, KernelRun::empty(Benched::test(), clock));
         }
         if let (Some(image), Some(run)) = (&boot_image, measured.first_mut()) {
             let start = Instant::now();
@@ -207,22 +220,23 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     let mut files: Vec<(String, String)> = Vec::new();
     let mut report = String::new();
     if runs.len() > 1 {
-        let kernels: Vec<(&str, &results::Results)> = runs.iter().map(|r| (r.name.as_str(), &r.results)).collect();
+        let names: Vec<String> = runs.iter().map(KernelRun::name).collect();
+        let kernels: Vec<(&str, &results::Results)> =
+            names.iter().zip(&runs).map(|(name, r)| (name.as_str(), &r.results)).collect();
         report.push_str(&report::side_by_side(&kernels));
     }
     // Each kernel's instruction and host-time runs, with the native projection.
     for instructions in runs.iter().filter(|r| r.clock == qemu::Clock::Instructions) {
-        let kernel_suffix = instructions.suffix.trim_end_matches(figure(qemu::Clock::Instructions).1);
-        let host = runs.iter().find(|r| r.clock == qemu::Clock::Host && r.suffix == kernel_suffix);
+        let host = runs.iter().find(|r| r.clock == qemu::Clock::Host && r.kernel == instructions.kernel);
         if let Some(host) = host.filter(|_| instructions.results.has("coreutils")) {
-            let kernel = instructions.name.rsplit_once(", ").map_or(instructions.name.as_str(), |(k, _)| k);
+            let kernel = &instructions.kernel.name;
             report.push_str(&report::figures_compared(kernel, &instructions.results, &host.results, &native));
         }
     }
     for run in &runs {
         let meta = report::Meta {
-            kernel: run.name.clone(),
-            suffix: run.suffix.clone(),
+            kernel: run.name(),
+            suffix: run.suffix(),
             effort,
             accel: run.accel.clone(),
             clock: run.clock,
@@ -242,8 +256,8 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         } else {
             report.push_str(&one);
         }
-        files.push((format!("results{}.csv", run.suffix), run.results.csv()));
-        files.push((format!("chart{}.svg", run.suffix), chart::svg(&run.results)));
+        files.push((format!("results{}.csv", run.suffix()), run.results.csv()));
+        files.push((format!("chart{}.svg", run.suffix()), chart::svg(&run.results)));
     }
     if let Some(signing) = &signing {
         report.push_str(&signing::markdown(signing));
@@ -277,11 +291,9 @@ pub fn figure(clock: qemu::Clock) -> (&'static str, &'static str) {
     }
 }
 
-/// One kernel's bench VMs: what they boot, and how the report names the kernel.
+/// One kernel's bench VMs: what they boot, and which kernel the report says it is.
 struct Guests<'a> {
-    name: String,
-    /// What the run's files' names end with.
-    suffix: String,
+    benched: Benched,
     kernel: &'a Path,
     initramfs: &'a Path,
     /// vCPUs per VM.
@@ -302,7 +314,7 @@ fn run_vms(guests: &[Guests<'_>], effort: BenchEffort, suites: &[&str], clock: q
     let mut appends = Vec::new();
     for guest in guests {
         for i in 0..vms {
-            labels.push(format!("bench{}-{i}", guest.suffix));
+            labels.push(format!("bench{}{}-{i}", guest.benched.suffix, figure(clock).1));
             appends.push(format!(
                 "{}={} {}={i}/{vms}{only}{}",
                 image::BENCH_EFFORT,
@@ -340,8 +352,7 @@ fn run_vms(guests: &[Guests<'_>], effort: BenchEffort, suites: &[&str], clock: q
         let results = results::Results::parse_all(&consoles)?;
         results.check_complete(if suites.is_empty() { &SUITES } else { suites })?;
         measured.push(KernelRun {
-            name: guest.name.clone(),
-            suffix: guest.suffix.clone(),
+            kernel: guest.benched.clone(),
             results,
             accel: runs.first().map_or("tcg", |r| r.accel).to_owned(),
             clock,
