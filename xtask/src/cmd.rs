@@ -21,19 +21,20 @@ impl Cmd {
     }
 
     /// Cargo, its intermediate files (dependencies compiled, incremental state) kept in the
-    /// cache outside the repository: a fresh clone compiles its own crates only, not the
-    /// hundreds of dependencies again. Cargo's fingerprints key what it holds (a dependency's
-    /// version, features, flags and compiler); the final binaries stay in `target/`. Deleting
-    /// [`paths::cargo_build`] costs one cold build. A build directory the caller chose
-    /// (`CARGO_BUILD_BUILD_DIR`) is kept.
+    /// cache outside the repository, one directory per checkout: a fresh clone in the same place
+    /// (as CI makes them) compiles its own crates only, not the hundreds of dependencies again.
+    /// Per checkout, because cargo names a workspace's own crates' outputs by their path within
+    /// the workspace and judges them fresh by file times: two checkouts sharing one directory
+    /// could take each other's builds. The final binaries stay in `target/`; deleting
+    /// [`crate::paths::cargo_build`] costs one cold build. A build directory the caller chose
+    /// (`CARGO_BUILD_BUILD_DIR`) is kept, and cargo older than 1.94 keeps its default (1.91
+    /// knows the build directory, but only 1.94 tells the CLI's tests where their binary is).
     pub fn cargo() -> Self {
-        let cmd = Cmd::new("cargo");
-        if std::env::var_os("CARGO_BUILD_BUILD_DIR").is_some() {
-            return cmd;
+        let mut cmd = Cmd::new("cargo");
+        if std::env::var_os("CARGO_BUILD_BUILD_DIR").is_none() && cargo_tells_binaries() {
+            // Not shown: it would prefix every cargo command printed.
+            cmd.command.env("CARGO_BUILD_BUILD_DIR", crate::paths::cargo_build());
         }
-        // Not shown: it would prefix every cargo command printed.
-        let mut cmd = cmd;
-        cmd.command.env("CARGO_BUILD_BUILD_DIR", crate::paths::cargo_build());
         cmd
     }
 
@@ -107,4 +108,17 @@ impl Cmd {
 fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
     if plain { arg.to_owned() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
+}
+
+/// Whether the `cargo` on PATH is 1.94 or later: it sets `CARGO_BIN_EXE_*` when tests run, so
+/// that they find the binaries wherever the build directory is.
+fn cargo_tells_binaries() -> bool {
+    static NEW_ENOUGH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NEW_ENOUGH.get_or_init(|| {
+        let version = Command::new("cargo").arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+        // "cargo 1.95.0 (f2d3ce0bd 2026-03-21)"
+        let version = String::from_utf8_lossy(&version);
+        let mut numbers = version.split_whitespace().nth(1).unwrap_or("").split('.').map(|n| n.parse::<u32>());
+        matches!((numbers.next(), numbers.next()), (Some(Ok(major)), Some(Ok(minor))) if (major, minor) >= (1, 94))
+    })
 }

@@ -23,7 +23,11 @@ pub fn cache() -> PathBuf {
     base.join("elfsig")
 }
 
-/// Where cargo's intermediate files go when xtask runs it (see [`crate::cmd::Cmd::cargo`]).
+/// Where cargo's intermediate files go when xtask runs it, for this checkout (see
+/// [`crate::cmd::Cmd::cargo`]): `cargo-build/` in the cache, then the workspace's path with
+/// every character but letters and digits made `-` (`/work/elfsig` gives `-work-elfsig`).
 pub fn cargo_build() -> PathBuf {
-    cache().join("cargo-build")
+    let checkout: String =
+        root().to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    cache().join("cargo-build").join(checkout)
 }
