@@ -21,8 +21,8 @@ while [ $i -lt 20 ]; do
 done
 "#;
 
-/// Writes the tree: `dirs` directories (36, a smoke run 4) of 40 files, sizes spread up to
-/// 14 KB, about 10 MB in all.
+/// Writes the tree: `dirs` directories (36, about 10 MB in all; a smoke run's 4, about 1 MB) of
+/// 40 files, sizes spread up to 14 KB.
 fn setup(dirs: usize) -> Result<(), String> {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {

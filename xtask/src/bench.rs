@@ -4,9 +4,10 @@
 //!
 //! Two VMs, one per host CPU, run `bench/` (the `elfsig-bench` program) as their init: each
 //! measures every other round and interleaves the four configurations within it; the host
-//! merges both. `--quick` does fewer repetitions of every suite; `cargo xtask test` runs a smoke
-//! run, just long enough for every suite to produce its rows. It runs on the 6.12 test kernel
-//! and then on Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels
+//! merges both. `--quick` does fewer repetitions of every suite; `--smoke` (what `cargo xtask
+//! test` runs) is just long enough for every suite to produce its rows: one VM per kernel, the
+//! kernels side by side, the instruction clock alone. It runs on the 6.12 test kernel and then
+//! on Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels
 //! side by side before each one's own sections (`results-debian-7.2.csv`,
 //! `chart-debian-7.2.svg` for Debian's).
 

@@ -133,13 +133,12 @@ pub fn check_built_for(ko: &Path, release: &str) -> Result {
     }
 }
 
-/// The test kernel of `flavor` and the module built for it (embedding the module's and the
-/// ECDSA test keys).
 /// A module built for tests: its flavor of kernel, the certificates it embeds, the kernel, the
 /// module.
 type Built = (Flavor, Vec<u8>, Kernel, PathBuf);
 
-/// Built once per process: `cargo xtask test` asks for it in several parts.
+/// The test kernel of `flavor` and the module built for it (embedding the module's and the
+/// ECDSA test keys). Built once per process: `cargo xtask test` asks for it in several parts.
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     static BUILT: std::sync::Mutex<Vec<Built>> = std::sync::Mutex::new(Vec::new());
     let certs = der_certificates(&keys.embedded())?;
@@ -150,7 +149,9 @@ pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathB
     let kernel = kernel::test_kernel(flavor, &keys.kernel.cert)?;
     let built_ko = build(&kernel.tree, &certs, Lints::Deny)?;
     crate::btf::check_module_deduplicated(&built_ko)?;
-    // Its own copy: the next build, of the other flavor, writes the same path.
+    // Its own copy: the next build, of the other flavor, writes the same path. A flavor's
+    // copy is overwritten by its next build (other certificates), so only that one is kept.
+    built.retain(|(f, _, _, _)| *f != flavor);
     let ko = paths::target().join(format!("kmod/{flavor:?}/elfsig.ko").to_lowercase());
     let dir = ko.parent().ok_or("no directory for the module")?;
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;

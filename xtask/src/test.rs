@@ -56,7 +56,7 @@ pub fn run(options: &flags::Test) -> Result {
             vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
         })?;
     }
-    // A smoke run of the bench (build, boot, every suite with both clocks, the report): its
+    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report): its
     // timings are not asserted on, only that every suite produced well-formed rows.
     phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], kernels))?;
     phases.print();

@@ -109,7 +109,7 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
         md.push_str(meta.effort.pick(
             " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round.",
             " Bench VMs: two guests of 1 vCPU side by side, each measuring every other round.",
-            " Bench VM: one guest of 1 vCPU, beside the other kernel's.",
+            " Bench VM: one guest of 1 vCPU (one per kernel, side by side).",
         ));
         md.push_str(
             " Configurations, \
