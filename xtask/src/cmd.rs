@@ -116,9 +116,32 @@ fn cargo_tells_binaries() -> bool {
     static NEW_ENOUGH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *NEW_ENOUGH.get_or_init(|| {
         let version = Command::new("cargo").arg("--version").output().map(|o| o.stdout).unwrap_or_default();
-        // "cargo 1.95.0 (f2d3ce0bd 2026-03-21)"
-        let version = String::from_utf8_lossy(&version);
-        let mut numbers = version.split_whitespace().nth(1).unwrap_or("").split('.').map(|n| n.parse::<u32>());
-        matches!((numbers.next(), numbers.next()), (Some(Ok(major)), Some(Ok(minor))) if (major, minor) >= (1, 94))
+        cargo_at_least(&String::from_utf8_lossy(&version), (1, 94))
     })
+}
+
+/// Whether `cargo --version`'s output (`cargo 1.95.0 (f2d3ce0bd 2026-03-21)`) names `wanted`
+/// (major, minor) or later; false for anything it cannot read.
+fn cargo_at_least(version: &str, wanted: (u32, u32)) -> bool {
+    let mut numbers = version.split_whitespace().nth(1).unwrap_or("").split('.').map(|n| n.parse::<u32>());
+    matches!((numbers.next(), numbers.next()), (Some(Ok(major)), Some(Ok(minor))) if (major, minor) >= wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cargo_at_least;
+
+    #[test]
+    fn cargo_versions_are_compared_by_major_then_minor() {
+        assert!(cargo_at_least("cargo 1.95.0 (f2d3ce0bd 2026-03-21)", (1, 94)));
+        assert!(cargo_at_least("cargo 1.94.0-nightly (abc 2026-01-01)", (1, 94)));
+        assert!(cargo_at_least("cargo 2.0.0", (1, 94)));
+        assert!(!cargo_at_least("cargo 1.93.1 (x 2025-12-01)", (1, 94)));
+        assert!(!cargo_at_least("cargo 1.100", (2, 0)));
+        // Unreadable output: the default build directory, not a guess.
+        assert!(!cargo_at_least("", (1, 94)));
+        assert!(!cargo_at_least("cargo", (1, 94)));
+        assert!(!cargo_at_least("cargo one.two", (1, 94)));
+        assert!(!cargo_at_least("cargo 1", (1, 94)));
+    }
 }

@@ -168,9 +168,10 @@ fn source_dir() -> String {
 /// under target/kmod/debian-7.2/.
 pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
     // Built once per process for the same certificates: `cargo xtask test` asks twice.
-    static BUILT: std::sync::Mutex<Vec<(Vec<u8>, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    // One path for every build: only the last is kept.
+    static BUILT: std::sync::Mutex<Option<(Vec<u8>, PathBuf)>> = std::sync::Mutex::new(None);
     let mut memo = BUILT.lock().map_err(|_| "a thread building the module panicked")?;
-    if let Some((_, ko)) = memo.iter().find(|(c, _)| c == certs) {
+    if let Some((_, ko)) = memo.as_ref().filter(|(c, _)| c == certs) {
         return Ok(ko.clone());
     }
     let source = source_dir();
@@ -189,8 +190,7 @@ pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
     let ko = out.join("elfsig.ko");
     fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
     eprintln!("xtask: built {} for Debian's {RELEASE}", ko.display());
-    // One path for every build: only the last is kept.
-    *memo = vec![(certs.to_vec(), ko.clone())];
+    *memo = Some((certs.to_vec(), ko.clone()));
     Ok(ko)
 }
 
