@@ -71,6 +71,17 @@ impl Cmd {
         self
     }
 
+    /// Appends the command's output and errors to `log` instead of the terminal's.
+    pub fn log_to(mut self, log: &Path) -> Result<Self> {
+        let open = || std::fs::OpenOptions::new().create(true).append(true).open(log);
+        let (out, err) = open()
+            .and_then(|out| Ok((out.try_clone()?, out)))
+            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        self.shown = format!("{} >>{}", self.shown, shell_quote(&log.to_string_lossy()));
+        self.command.stdout(out).stderr(err);
+        Ok(self)
+    }
+
     /// Runs the command, showing it; fails unless it exits with 0.
     pub fn run(mut self) -> Result {
         eprintln!("$ {}", self.shown);
@@ -102,6 +113,16 @@ impl Cmd {
     /// Whether the command runs and exits with 0, without showing anything.
     pub fn succeeds(mut self) -> bool {
         self.command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+}
+
+/// Lowers the calling thread's scheduling priority (nice 10), and so that of every command it
+/// runs from then on: Linux keeps a nice value per thread, which a child takes from the thread
+/// that started it. Best effort: at worst the thread keeps its priority.
+pub fn lower_this_threads_priority() {
+    // "/proc/thread-self" links to "<pid>/task/<tid>"; renice takes a thread's id.
+    if let Some(tid) = std::fs::read_link("/proc/thread-self").ok().and_then(|l| l.file_name().map(|t| t.to_owned())) {
+        let _ = Cmd::new("renice").args(["-n", "10", "-p"]).arg(tid).read();
     }
 }
 

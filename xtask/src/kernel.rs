@@ -1,7 +1,8 @@
-//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config`, then
-//! `kmod/kernel-system.config` for the test kernel (what booting a whole Debian system takes) or
-//! `kmod/kernel-debug.config` for the debug kernel, with the test kernel key's certificate built
-//! in. Built once into the cache outside the repository, in a directory named after everything
+//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config` and
+//! `kmod/kernel-system.config` (what booting a whole Debian system and the unprivileged cases
+//! take), then for the debug kernel `kmod/kernel-debug.config`, with the test kernel key's
+//! certificate built in. `cargo xtask test` runs on the debug kernel alone (one kernel to build,
+//! every memory error reported); the bench measures on the one without debug options. Built once into the cache outside the repository, in a directory named after everything
 //! that goes into it (source version, configuration, certificate, toolchain), so a repeat run
 //! reuses it and any change builds afresh.
 
@@ -65,9 +66,10 @@ pub struct Kernel {
 /// Which test kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
-    /// No debug options: the tests and the bench.
+    /// No debug options: the bench's figures, `cargo xtask distro` and `build-kmod`.
     Release,
-    /// KASAN, kmemleak, lockdep, fault injection: `cargo xtask stress`.
+    /// KASAN, kmemleak, lockdep, fault injection: everything `cargo xtask test` boots on its
+    /// own kernel (VM suite, stress, the signed system, the bench smoke), and `stress`.
     Debug,
 }
 
@@ -76,7 +78,7 @@ impl Flavor {
     fn fragments(self) -> &'static [&'static str] {
         match self {
             Flavor::Release => &["kmod/kernel.config", "kmod/kernel-system.config"],
-            Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-debug.config"],
+            Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-system.config", "kmod/kernel-debug.config"],
         }
     }
 }
@@ -97,7 +99,10 @@ pub fn test_kernel(flavor: Flavor, builtin_cert: &Path) -> Result<Kernel> {
     let cert = fs::read(builtin_cert).map_err(|e| format!("cannot read {}: {e}", builtin_cert.display()))?;
     let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
     let mut key = Fnv::new();
-    key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert).add(NO_BTF_TYPE_TAGS.as_bytes());
+    // The settings, not the comments that explain them: rewording one costs no rebuild.
+    let settings: Vec<&str> =
+        fragment.lines().filter(|l| l.starts_with("CONFIG_") || l.starts_with("# CONFIG_")).collect();
+    key.add(source_version.as_bytes()).add(settings.join("\n").as_bytes()).add(&cert).add(NO_BTF_TYPE_TAGS.as_bytes());
     for tool in
         [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"], &["pahole", "--version"]]
     {
@@ -152,12 +157,17 @@ fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
     let fragment_file = tree.join("elfsig.config");
     fs::write(&fragment_file, &full_fragment).map_err(|e| format!("cannot write fragment: {e}"))?;
 
-    make(&tree, &["tinyconfig"])?;
-    Cmd::new(tree.join("scripts/kconfig/merge_config.sh")).args(["-m", ".config", "elfsig.config"]).dir(&tree).run()?;
-    make(&tree, &["olddefconfig"])?;
+    // The build's output goes to a log, not the terminal: thousands of lines, and the debug
+    // kernel builds while other parts of `cargo xtask test` print.
+    let log = dir.join("build.log");
+    eprintln!("xtask: the kernel build's output goes to {}", log.display());
+    logged(make_cmd(&tree, &["tinyconfig"]), &log)?;
+    let merge = Cmd::new(tree.join("scripts/kconfig/merge_config.sh")).args(["-m", ".config", "elfsig.config"]);
+    logged(merge.dir(&tree), &log)?;
+    logged(make_cmd(&tree, &["olddefconfig"]), &log)?;
     check_config(&tree, &full_fragment)?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    make(&tree, &[&format!("-j{jobs}"), &format!("KCFLAGS={NO_BTF_TYPE_TAGS}")])?;
+    logged(make_cmd(&tree, &[&format!("-j{jobs}"), &format!("KCFLAGS={NO_BTF_TYPE_TAGS}")]), &log)?;
     crate::btf::check_deduplicated(&tree.join("vmlinux"))?;
     fs::write(dir.join("built"), b"").map_err(|e| format!("cannot mark the build done: {e}"))
 }
@@ -169,7 +179,21 @@ pub fn is_test_kernel(tree: &Path) -> bool {
 
 /// `make LLVM=1 ...` in the kernel tree, with cargo's tools (bindgen) on `PATH`.
 pub fn make(tree: &Path, args: &[&str]) -> Result {
-    Cmd::new("make").env("PATH", deps::path_with_cargo_bin()).arg("LLVM=1").args(args).dir(tree).run()
+    make_cmd(tree, args).run()
+}
+
+fn make_cmd(tree: &Path, args: &[&str]) -> Cmd {
+    Cmd::new("make").env("PATH", deps::path_with_cargo_bin()).arg("LLVM=1").args(args).dir(tree)
+}
+
+/// Runs `cmd` with its output appended to `log`; a failure quotes the log's last lines.
+fn logged(cmd: Cmd, log: &Path) -> Result {
+    cmd.log_to(log)?.run().map_err(|e| {
+        let text = fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        format!("{e}\nthe last lines of {}:\n{tail}", log.display())
+    })
 }
 
 /// Every `CONFIG_X=value` line of the fragment must have survived `olddefconfig`, and every

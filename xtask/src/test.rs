@@ -1,6 +1,6 @@
 //! `cargo xtask test`: everything that keeps main green, in the order that fails fastest.
 
-use crate::cmd::Cmd;
+use crate::cmd::{self, Cmd};
 use crate::deps::{self, GUARD_PACKAGES, TEST_PACKAGES};
 use crate::kernel::Flavor;
 use crate::vm::Kernels;
@@ -20,6 +20,10 @@ pub fn run(options: &flags::Test) -> Result {
     // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
     // each) are made meanwhile, while the workspace builds and tests use the CPUs.
     let roots = prepare_roots(kernels)?;
+    // So is the debug kernel, the longest build of a cold run, at a lower priority: it takes
+    // what the workspace parts leave of the two cores (their links, the fuzzers' and tests'
+    // single-threaded runs) and is done, or nearly, when the VM parts need it.
+    let kernel = if kernels.test() { Some(build_kernel_meanwhile()?) } else { None };
     let workspace = (|| {
         phases.time("fmt, clippy, panic check", || {
             Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
@@ -35,29 +39,39 @@ pub fn run(options: &flags::Test) -> Result {
         phases.time("fuzz smoke", fuzz::smoke)
     })();
     if workspace.is_err() {
-        // Nothing is left running behind the failure (mmdebstrap would outlive this process).
-        eprintln!("xtask: waiting for the Debian roots being made before stopping");
+        // Nothing is left running behind the failure (mmdebstrap and make would outlive this
+        // process, and a kernel build cut short would be started again over a running one).
+        eprintln!("xtask: waiting for the Debian roots and the kernel being made before stopping");
     }
-    let roots = roots.join().map_err(|panic| {
-        let why = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
-        format!("preparing the Debian roots panicked: {}", why.unwrap_or("(no message)"))
-    });
-    workspace?;
-    roots??;
-    if kernels.test() {
-        phases.time("VM suite (test kernel)", || vm_suite(Kernels::Test))?;
-        phases.time("dkms build", dkms_build)?;
-        phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
-        phases.time("signed Debian system", distro::test)?;
+    let roots = joined(roots, "preparing the Debian roots");
+    if let Err(failed) = workspace {
+        if let Some(kernel) = kernel {
+            let _ = joined(kernel, KERNEL_BUILD);
+        }
+        return Err(failed);
     }
-    if kernels.debian() {
+    roots?;
+    // Debian's kernel first: its parts need nothing of the kernel still building.
+    let debian = if kernels.debian() {
         phases.time("Debian 7.2: VM suite and stress", || {
             deps::ensure(vm::VM_PACKAGES)?;
             vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
-        })?;
+        })
+    } else {
+        Ok(())
+    };
+    let kernel = kernel.map(|kernel| phases.time("waiting for the debug kernel", || joined(kernel, KERNEL_BUILD)));
+    debian?;
+    if let Some(kernel) = kernel {
+        kernel?;
+        phases.time("VM suite (debug kernel)", || vm_suite(Kernels::Test))?;
+        phases.time("dkms build", dkms_build)?;
+        phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
+        phases.time("signed Debian system", || distro::test(Flavor::Debug))?;
     }
-    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report): its
-    // timings are not asserted on, only that every suite produced well-formed rows.
+    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report; its
+    // VM suites on Debian's kernel): its timings are not asserted on, only that every suite
+    // produced well-formed rows.
     phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], kernels))?;
     phases.print();
     eprintln!("xtask: all tests passed");
@@ -95,6 +109,27 @@ impl Phases {
     }
 }
 
+/// What `handle`'s thread returned, its panic told as an error of `doing`.
+fn joined(handle: std::thread::JoinHandle<Result>, doing: &str) -> Result {
+    handle.join().unwrap_or_else(|panic| {
+        let why = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+        Err(format!("{doing} panicked: {}", why.unwrap_or("(no message)")))
+    })
+}
+
+const KERNEL_BUILD: &str = "building the debug kernel";
+
+/// Builds the debug kernel and the module for it in the background, at a lower priority; the
+/// handle says whether that worked, and later parts find both built.
+fn build_kernel_meanwhile() -> Result<std::thread::JoinHandle<Result>> {
+    let keys = keys::test_keys(&tools::build_cli()?)?;
+    deps::ensure(crate::kernel::KERNEL_TOOLS)?;
+    Ok(std::thread::spawn(move || {
+        cmd::lower_this_threads_priority();
+        kmod::for_tests(Flavor::Debug, &keys).map(|_| ())
+    }))
+}
+
 /// Makes the Debian roots the later parts need, in the background; the handle says whether
 /// that worked.
 fn prepare_roots(kernels: Kernels) -> Result<std::thread::JoinHandle<Result>> {
@@ -126,11 +161,11 @@ fn vm_suite(kernels: Kernels) -> Result {
     Ok(())
 }
 
-/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would;
+/// `dkms build` of the module against the debug kernel's tree, as an administrator's DKMS would;
 /// and signing it for Secure Boot with the tree's `sign-file`.
 fn dkms_build() -> Result {
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
+    let (kernel, ko) = kmod::for_tests(Flavor::Debug, &keys)?;
     dkms::test(&kernel.tree)?;
     mok::test(&kernel.tree, &ko)
 }
