@@ -25,7 +25,6 @@ use std::time::Instant;
 
 use crate::cmd::Cmd;
 use crate::deps::{self, Need};
-use crate::kernel::Flavor;
 use crate::vm::{self, Kernels, qemu};
 use crate::{Result, debian_kernel, flags, keys, kmod, paths, tools};
 use elfsig_guest::image::{self, BenchEffort};
@@ -88,12 +87,8 @@ struct Benched {
 }
 
 impl Benched {
-    fn test(flavor: Flavor) -> Benched {
-        let name = match flavor {
-            Flavor::Release => "the 6.12 test kernel (no debug options)",
-            Flavor::Debug => "the 6.12 debug kernel (KASAN, lockdep, kmemleak)",
-        };
-        Benched { name: name.to_owned(), suffix: String::new() }
+    fn test() -> Benched {
+        Benched { name: "the 6.12 test kernel (no debug options)".to_owned(), suffix: String::new() }
     }
 
     fn debian() -> Benched {
@@ -150,10 +145,6 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     } else {
         None
     };
-    // The test kernel without debug options, whose figures are the bench's; a smoke run, which
-    // only checks that the bench runs and gives well-formed rows, takes the debug kernel that
-    // `cargo xtask test` builds for its other parts, rather than build a second kernel.
-    let flavor = if effort == BenchEffort::Smoke { Flavor::Debug } else { Flavor::Release };
     // Those of the bench VM's suites asked for (all when none is named).
     let vm_suites: Vec<&str> = suites.iter().copied().filter(|s| *s != BOOT && *s != SIGNING).collect();
     let vms = suites.is_empty() || !vm_suites.is_empty();
@@ -161,19 +152,17 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     // test kernel's long run and lose it.
     let debian = if kernels.debian() && vms { Some(vm::debian_module(&keys)?) } else { None };
     let mut runs = Vec::new();
-    // A smoke run with Debian's kernel runs the VM suites there alone: the same code measures
-    // on either kernel, and on the debug kernel (KASAN, lockdep) the exec-heavy suites and the
-    // boot suite's three systemd boots take a quarter of an hour that tells the smoke nothing
-    // more (`cargo xtask test` boots the signed system on it, and checks it, apart).
+    // A smoke run with Debian's kernel runs the exec suites there alone (the same code measures
+    // on either kernel), and the boot suite on the test kernel.
     let smoke_on_debian = effort == BenchEffort::Smoke && debian.is_some();
     // The boot suite's image too, before any long run.
-    let boot_suite = kernels.test() && (suites.is_empty() || suites.contains(&BOOT)) && !smoke_on_debian;
-    let boot_image = if boot_suite { Some(boot::prepare(flavor)?) } else { None };
+    let boot_suite = kernels.test() && (suites.is_empty() || suites.contains(&BOOT));
+    let boot_image = if boot_suite { Some(boot::prepare()?) } else { None };
     // Every kernel twice: its guest clock counting instructions (the figure a repeat run
     // reproduces, whatever the host's load), then the host's time. A smoke run, which checks
     // that every suite gives rows, uses the first alone: the guests run the same either way.
     let test_kernel = if kernels.test() && vms && !smoke_on_debian {
-        let (kernel, ko) = kmod::for_tests(flavor, &keys)?;
+        let (kernel, ko) = kmod::for_tests(crate::kernel::Flavor::Release, &keys)?;
         Some((kernel, stage::initramfs("test", &elfsig, &program, &ko, &keys)?))
     } else {
         None
@@ -191,7 +180,7 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         let mut guests = Vec::new();
         if let Some((kernel, initramfs)) = &test_kernel {
             guests.push(Guests {
-                benched: Benched::test(flavor),
+                benched: Benched::test(),
                 kernel: &kernel.bzimage,
                 initramfs,
                 cpus: 1,
@@ -218,7 +207,7 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             }
         }
         if boot_image.is_some() && test_kernel.is_none() {
-            measured.insert(0, KernelRun::empty(Benched::test(flavor), clock));
+            measured.insert(0, KernelRun::empty(Benched::test(), clock));
         }
         if let (Some(image), Some(run)) = (&boot_image, measured.first_mut()) {
             let start = Instant::now();

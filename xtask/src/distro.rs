@@ -23,7 +23,7 @@ use crate::{Result, deps, flags, keys, kmod, paths, tools, vm};
 
 /// Runs the task.
 pub fn run(_options: &flags::Distro) -> Result {
-    test(Flavor::Release)
+    test()
 }
 
 /// What the images are made of, built or reused.
@@ -39,13 +39,13 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn build(flavor: Flavor) -> Result<Inputs> {
+    fn build() -> Result<Inputs> {
         deps::ensure(vm::VM_PACKAGES)?;
         deps::ensure(bench::HOST_TOOLS)?;
         let pristine = rootfs::pristine()?;
         let elfsig = tools::build_cli()?;
         let keys = keys::test_keys(&elfsig)?;
-        let (kernel, ko) = kmod::for_tests(flavor, &keys)?;
+        let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
         let guard = tools::build_guard()?;
         let guest = tools::build_static("elfsig-guest")?;
         let bench = tools::build_static("elfsig-bench")?;
@@ -73,17 +73,16 @@ pub fn pristine_root() -> Result {
     rootfs::pristine().map(|_| ())
 }
 
-/// The signed system the `boot` bench boots, and the `flavor` kernel it boots on.
-pub fn signed_image(flavor: Flavor) -> Result<(Kernel, image::Image)> {
-    let inputs = Inputs::build(flavor)?;
+/// The signed system the `boot` bench boots, and the kernel it boots on.
+pub fn signed_image() -> Result<(Kernel, image::Image)> {
+    let inputs = Inputs::build()?;
     let image = inputs.make(image::Variant::Signed(&inputs.keys.kernel), false)?;
     Ok((inputs.kernel, image))
 }
 
-/// Builds the images (reusing the cached Debian system), boots both on the `flavor` kernel
-/// and checks them.
-pub fn test(flavor: Flavor) -> Result {
-    let inputs = Inputs::build(flavor)?;
+/// Builds the images (reusing the cached Debian system), boots both and checks them.
+pub fn test() -> Result {
+    let inputs = Inputs::build()?;
     let kernel = &inputs.kernel;
     let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true)?;
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at

@@ -20,10 +20,10 @@ pub fn run(options: &flags::Test) -> Result {
     // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
     // each) are made meanwhile, while the workspace builds and tests use the CPUs.
     let roots = prepare_roots(kernels)?;
-    // So is the debug kernel, the longest build of a cold run, at a lower priority: it takes
-    // what the workspace parts leave of the two cores (their links, the fuzzers' and tests'
-    // single-threaded runs) and is done, or nearly, when the VM parts need it.
-    let kernel = if kernels.test() { Some(build_kernel_meanwhile()?) } else { None };
+    // So are the two test kernels, the longest builds of a cold run, at a lower priority: they
+    // take what the workspace parts leave of the two cores, and what Debian's kernel's parts,
+    // which run first, leave of them.
+    let kernel = if kernels.test() { Some(build_kernels_meanwhile()?) } else { None };
     let workspace = (|| {
         phases.time("fmt, clippy, panic check", || {
             Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
@@ -60,14 +60,14 @@ pub fn run(options: &flags::Test) -> Result {
     } else {
         Ok(())
     };
-    let kernel = kernel.map(|kernel| phases.time("waiting for the debug kernel", || joined(kernel, KERNEL_BUILD)));
+    let kernel = kernel.map(|kernel| phases.time("waiting for the test kernels", || joined(kernel, KERNEL_BUILD)));
     debian?;
     if let Some(kernel) = kernel {
         kernel?;
-        phases.time("VM suite (debug kernel)", || vm_suite(Kernels::Test))?;
+        phases.time("VM suite (test kernel)", || vm_suite(Kernels::Test))?;
         phases.time("dkms build", dkms_build)?;
         phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
-        phases.time("signed Debian system", || distro::test(Flavor::Debug))?;
+        phases.time("signed Debian system", distro::test)?;
     }
     // A smoke run of the bench (build, boot, every suite on the instruction clock, the report; its
     // VM suites on Debian's kernel): its timings are not asserted on, only that every suite
@@ -117,15 +117,16 @@ fn joined(handle: std::thread::JoinHandle<Result>, doing: &str) -> Result {
     })
 }
 
-const KERNEL_BUILD: &str = "building the debug kernel";
+const KERNEL_BUILD: &str = "building the test kernels";
 
-/// Builds the debug kernel and the module for it in the background, at a lower priority; the
-/// handle says whether that worked, and later parts find both built.
-fn build_kernel_meanwhile() -> Result<std::thread::JoinHandle<Result>> {
+/// Builds the test kernel and the debug kernel, and the module for each, in the background at
+/// a lower priority; the handle says whether that worked, and later parts find them built.
+fn build_kernels_meanwhile() -> Result<std::thread::JoinHandle<Result>> {
     let keys = keys::test_keys(&tools::build_cli()?)?;
     deps::ensure(crate::kernel::KERNEL_TOOLS)?;
     Ok(std::thread::spawn(move || {
         cmd::lower_this_threads_priority();
+        kmod::for_tests(Flavor::Release, &keys)?;
         kmod::for_tests(Flavor::Debug, &keys).map(|_| ())
     }))
 }
@@ -161,11 +162,11 @@ fn vm_suite(kernels: Kernels) -> Result {
     Ok(())
 }
 
-/// `dkms build` of the module against the debug kernel's tree, as an administrator's DKMS would;
+/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would;
 /// and signing it for Secure Boot with the tree's `sign-file`.
 fn dkms_build() -> Result {
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    let (kernel, ko) = kmod::for_tests(Flavor::Debug, &keys)?;
+    let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
     dkms::test(&kernel.tree)?;
     mok::test(&kernel.tree, &ko)
 }

@@ -30,7 +30,7 @@ pub const VM_PACKAGES: &[Need] = &[
 /// of the active LSMs, where the mapping guard cannot run.
 pub fn test_suite(keys: &TestKeys) -> Result {
     let without_bpf = format!("{}=nobpf lsm=integrity", image::SUITE);
-    run_suite(Flavor::Debug, keys, &[("test", &format!("{}=test", image::SUITE), 1200), ("nobpf", &without_bpf, 600)])
+    run_suite(Flavor::Release, keys, &[("test", &format!("{}=test", image::SUITE), 900), ("nobpf", &without_bpf, 300)])
 }
 
 /// The stress suite on the debug kernel, for `seconds` of load (see

@@ -14,7 +14,7 @@ use elfsig_guest::image::BenchEffort;
 
 use super::results::{Record, Results, median};
 use crate::distro::image::Image;
-use crate::kernel::{Flavor, Kernel};
+use crate::kernel::Kernel;
 use crate::vm::qemu;
 use crate::{Result, distro};
 
@@ -30,10 +30,10 @@ pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 /// How many VMs boot at once.
 const VMS: usize = 2;
 
-/// What the suite boots: the `flavor` test kernel and the signed image. Made before the bench
-/// VMs run, so that a failure here (not root, no archive) does not come after their long run.
-pub fn prepare(flavor: Flavor) -> Result<(Kernel, Image)> {
-    distro::signed_image(flavor)
+/// What the suite boots: the test kernel and the signed image. Made before the bench VMs run,
+/// so that a failure here (not root, no archive) does not come after their long run.
+pub fn prepare() -> Result<(Kernel, Image)> {
+    distro::signed_image()
 }
 
 /// Boots `image` on `kernel` in every configuration, four rounds (one when quick); returns
