@@ -20,10 +20,6 @@ pub fn run(options: &flags::Test) -> Result {
     // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
     // each) are made meanwhile, while the workspace builds and tests use the CPUs.
     let roots = prepare_roots(kernels)?;
-    // So are the two test kernels, the longest builds of a cold run, at a lower priority: they
-    // take what the workspace parts leave of the two cores, and what Debian's kernel's parts,
-    // which run first, leave of them.
-    let kernel = if kernels.test() { Some(build_kernels_meanwhile()?) } else { None };
     let workspace = (|| {
         phases.time("fmt, clippy, panic check", || {
             Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
@@ -39,18 +35,17 @@ pub fn run(options: &flags::Test) -> Result {
         phases.time("fuzz smoke", fuzz::smoke)
     })();
     if workspace.is_err() {
-        // Nothing is left running behind the failure (mmdebstrap and make would outlive this
-        // process, and a kernel build cut short would be started again over a running one).
-        eprintln!("xtask: waiting for the Debian roots and the kernel being made before stopping");
+        // Nothing is left running behind the failure (mmdebstrap would outlive this process).
+        eprintln!("xtask: waiting for the Debian roots being made before stopping");
     }
     let roots = joined(roots, "preparing the Debian roots");
-    if let Err(failed) = workspace {
-        if let Some(kernel) = kernel {
-            let _ = joined(kernel, KERNEL_BUILD);
-        }
-        return Err(failed);
-    }
+    workspace?;
     roots?;
+    // The two test kernels, the longest builds of a cold run, build meanwhile at a lower
+    // priority, on what the one-vCPU VMs of Debian's kernel's parts leave of the two cores. Not
+    // during the workspace parts: those keep both cores busy (a cold run's kernel got 200 of its
+    // 1,650 objects built there), and a failure there would have to wait for the build to end.
+    let kernel = if kernels.test() { Some(build_kernels_meanwhile()?) } else { None };
     // Debian's kernel first: its parts need nothing of the kernel still building.
     let debian = if kernels.debian() {
         phases.time("Debian 7.2: VM suite and stress", || {
