@@ -141,9 +141,12 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let booted = Instant::now();
     let label = boot.label.to_owned();
     let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let line = line.trim_end_matches('\r').to_owned();
+        let mut stdout = BufReader::new(stdout);
+        let mut raw = Vec::new();
+        // Bytes, not `lines()`: a line that is not UTF-8 must not end the capture.
+        while stdout.read_until(b'\n', &mut raw).is_ok_and(|n| n > 0) {
+            let line = plain(raw.strip_suffix(b"\n").unwrap_or(&raw));
+            raw.clear();
             let report = is_report(&line);
             if report || line.contains("Kernel panic") || line.contains("BUG:") {
                 eprintln!("  {label} | [{:5.0} s] {line}", booted.elapsed().as_secs_f64());
@@ -194,6 +197,47 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     }
 }
 
+/// A console line as the guest's programs wrote it: without the serial console's carriage
+/// returns and without terminal control sequences (systemd 257 resets the terminal it hands a
+/// service, `ESC [ ! p` and more at the start of the service's first line, where a report's
+/// first line must be found).
+fn plain(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                // CSI: parameter and intermediate bytes up to a final byte in `@`..=`~`.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC: up to BEL, or the string terminator `ESC \\`.
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                // Any other escape is two characters.
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Whether a console line is one of the guest's report lines worth showing as it arrives.
 fn is_report(line: &str) -> bool {
     let ktap = ["KTAP ", "ok ", "not ok ", "# ", "1.."].iter().any(|start| line.starts_with(start));
@@ -238,4 +282,21 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
     let _ = std::fs::create_dir_all(paths::cache());
     let _ = std::fs::write(&cache, format!("{key} {}\n", if works { "yes" } else { "no" }));
     works
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn console_lines_lose_terminal_control_sequences_and_nothing_else() {
+        // What systemd 257 wrote before a service's first line on the serial console.
+        assert_eq!(plain(b"\x1b[!p\x1b]104\x07\x1b[?7hKTAP version 1\r"), "KTAP version 1");
+        assert_eq!(plain(b"\x1b]0;title\x1b\\ok 1 a [bracketed] name\x1bc"), "ok 1 a [bracketed] name");
+        assert_eq!(plain(b"[    1.0] plain text, 100% kept"), "[    1.0] plain text, 100% kept");
+        // Not UTF-8: kept, as replacement characters.
+        assert_eq!(plain(b"a\xffb"), "a\u{fffd}b");
+        // A sequence cut off at the end of the line takes nothing after it.
+        assert_eq!(plain(b"end\x1b[12"), "end");
+    }
 }
