@@ -1,9 +1,9 @@
-//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config`, then
-//! `kmod/kernel-system.config` for the test kernel (what booting a whole Debian system takes) or
-//! `kmod/kernel-debug.config` for the debug kernel, with the test kernel key's certificate built
-//! in. Built once into the cache outside the repository, in a directory named after everything
-//! that goes into it (source version, configuration, certificate, toolchain), so a repeat run
-//! reuses it and any change builds afresh.
+//! The test kernels: Debian's `linux-source-6.12`, `tinyconfig` plus `kmod/kernel.config` and
+//! `kmod/kernel-system.config`, then `kmod/kernel-debug.config` for the debug kernel (the one
+//! `cargo xtask test` boots), with the test kernel key's certificate built in. Built once into
+//! the cache outside the repository, in a directory named after everything that goes into it
+//! (source version, configuration settings, certificate, toolchain), so a repeat run reuses it
+//! and any change builds afresh.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -65,9 +65,10 @@ pub struct Kernel {
 /// Which test kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
-    /// No debug options: the tests and the bench.
+    /// No debug options: the bench's figures, and `build-kmod`.
     Release,
-    /// KASAN, kmemleak, lockdep, fault injection: `cargo xtask stress`.
+    /// KASAN, kmemleak, lockdep, fault injection: everything `cargo xtask test` boots on a 6.12
+    /// kernel (the VM suite, dkms, stress), and `cargo xtask stress`.
     Debug,
 }
 
@@ -76,7 +77,7 @@ impl Flavor {
     fn fragments(self) -> &'static [&'static str] {
         match self {
             Flavor::Release => &["kmod/kernel.config", "kmod/kernel-system.config"],
-            Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-debug.config"],
+            Flavor::Debug => &["kmod/kernel.config", "kmod/kernel-system.config", "kmod/kernel-debug.config"],
         }
     }
 }
@@ -97,7 +98,10 @@ pub fn test_kernel(flavor: Flavor, builtin_cert: &Path) -> Result<Kernel> {
     let cert = fs::read(builtin_cert).map_err(|e| format!("cannot read {}: {e}", builtin_cert.display()))?;
     let source_version = Cmd::new("dpkg-query").args(["-W", "-f=${Version}", "linux-source-6.12"]).read()?;
     let mut key = Fnv::new();
-    key.add(source_version.as_bytes()).add(fragment.as_bytes()).add(&cert).add(NO_BTF_TYPE_TAGS.as_bytes());
+    // The settings, not the comments that explain them: rewording one costs no rebuild.
+    let settings: Vec<&str> =
+        fragment.lines().filter(|l| l.starts_with("CONFIG_") || l.starts_with("# CONFIG_")).collect();
+    key.add(source_version.as_bytes()).add(settings.join("\n").as_bytes()).add(&cert).add(NO_BTF_TYPE_TAGS.as_bytes());
     for tool in
         [&["rustc", "--version"][..], &["clang", "--version"], &["bindgen", "--version"], &["pahole", "--version"]]
     {

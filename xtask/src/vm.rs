@@ -25,12 +25,13 @@ pub const VM_PACKAGES: &[Need] = &[
     Need::Deb("btrfs-progs"),
 ];
 
-/// The kernel module's end-to-end suite: builds (or reuses) the kernel and module, packs the
+/// The kernel module's end-to-end suite on the debug kernel (KASAN, lockdep and kmemleak watch
+/// every case): builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result; then boots it again with `bpf` left out
 /// of the active LSMs, where the mapping guard cannot run.
 pub fn test_suite(keys: &TestKeys) -> Result {
     let without_bpf = format!("{}=nobpf lsm=integrity", image::SUITE);
-    run_suite(Flavor::Release, keys, &[("test", &format!("{}=test", image::SUITE), 900), ("nobpf", &without_bpf, 300)])
+    run_suite(Flavor::Debug, keys, &[("test", &format!("{}=test", image::SUITE), 1200), ("nobpf", &without_bpf, 600)])
 }
 
 /// The stress suite on the debug kernel, for `seconds` of load (see

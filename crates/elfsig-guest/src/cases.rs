@@ -119,6 +119,9 @@ pub(crate) fn run_all() -> bool {
     crate::audit::cases(&mut suite);
     crate::unprivileged::cases(&mut suite);
     lifecycle_cases(&mut suite);
+    // Last, over everything the cases did: on the debug kernel, KASAN, lockdep and the
+    // atomic-sleep checks report there.
+    suite.case("kernel_log_has_no_bug_warning_or_oops", crate::stress::kernel_log_is_clean);
     suite.run("elfsig: the kernel module's end-to-end cases")
 }
 

@@ -16,6 +16,8 @@ mod disturb;
 mod judge;
 mod load;
 
+pub(crate) use checks::kernel_log_is_clean;
+
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
