@@ -6,16 +6,37 @@ use crate::Result;
 use crate::cmd::Cmd;
 use crate::paths;
 
-/// Builds the release `elfsig` binary and returns its path.
-pub fn build_cli() -> Result<PathBuf> {
-    Cmd::cargo().args(["build", "--quiet", "--release", "--package", "elfsig-cli"]).dir(&paths::root()).run()?;
-    Ok(paths::target().join("release/elfsig"))
+/// Whether this process builds the tools with the test profile (`dev`, dependencies at
+/// opt-level 3, as the workspace's tests build them) instead of `release`: set by
+/// `cargo xtask test`, whose parts use the tools without timing them. Its workspace tests have
+/// compiled nearly every dependency in that profile already; a release build compiles them all
+/// again (143 units for the CLI, 99 for the guard, libbpf's C among them).
+static TEST_PROFILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, this process builds the tools with the test profile.
+pub fn use_test_profile() {
+    TEST_PROFILE.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Builds the release `elfsig-guard` binary (the mapping guard's loader) and returns its path.
+/// Builds `package`'s binary `name` in the profile this process uses; returns its path.
+fn build(package: &str, name: &str) -> Result<PathBuf> {
+    let (flag, dir) = if TEST_PROFILE.load(std::sync::atomic::Ordering::Relaxed) {
+        (None, "debug")
+    } else {
+        (Some("--release"), "release")
+    };
+    Cmd::cargo().args(["build", "--quiet"]).args(flag).args(["--package", package]).dir(&paths::root()).run()?;
+    Ok(paths::target().join(dir).join(name))
+}
+
+/// Builds the `elfsig` binary and returns its path.
+pub fn build_cli() -> Result<PathBuf> {
+    build("elfsig-cli", "elfsig")
+}
+
+/// Builds the `elfsig-guard` binary (the mapping guard's loader) and returns its path.
 pub fn build_guard() -> Result<PathBuf> {
-    Cmd::cargo().args(["build", "--quiet", "--release", "--package", "elfsig-guard"]).dir(&paths::root()).run()?;
-    Ok(paths::target().join("release/elfsig-guard"))
+    build("elfsig-guard", "elfsig-guard")
 }
 
 /// Builds `package` (whose binary has the same name) as a static executable, as a VM's init
