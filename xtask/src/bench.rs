@@ -5,11 +5,11 @@
 //! Two VMs, one per host CPU, run `bench/` (the `elfsig-bench` program) as their init: each
 //! measures every other round and interleaves the four configurations within it; the host
 //! merges both. `--quick` does fewer repetitions of every suite; `--smoke` (what `cargo xtask
-//! test` runs) is just long enough for every suite to produce its rows: one VM per kernel, the
-//! kernels side by side, the instruction clock alone. It runs on the 6.12 test kernel and then
-//! on Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels
-//! side by side before each one's own sections (`results-debian-7.2.csv`,
-//! `chart-debian-7.2.svg` for Debian's).
+//! test` runs, on Debian's kernel) is just long enough for every suite to produce its rows: one
+//! VM per kernel, the instruction clock alone. It runs on the 6.12 test kernel and then on
+//! Debian's stock 7.2 kernel (`--kernel` for one), and report.md puts the kernels side by side
+//! before each one's own sections (`results-debian-7.2.csv`, `chart-debian-7.2.svg` for
+//! Debian's, the `boot` suite's rows among them).
 
 mod boot;
 mod chart;
@@ -58,8 +58,11 @@ pub fn run(options: &flags::Bench) -> Result {
         return Err(format!("unknown suite {unknown:?}; the suites are {}, {BOOT}, {SIGNING}", SUITES.join(", ")));
     }
     let kernels = Kernels::parse(options.kernel.as_deref(), Kernels::Both)?;
-    if suites.contains(&BOOT) && !kernels.test() {
-        return Err(format!("the {BOOT} suite boots the test kernel only: drop --kernel, or use --kernel test"));
+    if suites.contains(&BOOT) && !kernels.debian() {
+        return Err(format!(
+            "the {BOOT} suite boots Debian's kernel only: drop --kernel, or use --kernel {}",
+            debian_kernel::NAME
+        ));
     }
     let effort = match (options.quick, options.smoke) {
         (true, true) => return Err("--quick and --smoke are two efforts: pick one".into()),
@@ -72,8 +75,8 @@ pub fn run(options: &flags::Bench) -> Result {
 
 /// The bench VM's suites, as `--suite` names them.
 const SUITES: [&str; 6] = ["coreutils", "libs", "exec", "unixbench", "apps", "large"];
-/// The suite that boots the signed Debian system instead (on the test kernel only: the image's
-/// initramfs and module are built for it).
+/// The suite that boots the signed Debian 13 system instead (on Debian's kernel only: the
+/// system's own).
 const BOOT: &str = boot::SUITE;
 /// The suite that measures signing on the host.
 const SIGNING: &str = signing::SUITE;
@@ -153,10 +156,10 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
     let debian = if kernels.debian() && vms { Some(vm::debian_module(&keys)?) } else { None };
     let mut runs = Vec::new();
     // A smoke run with Debian's kernel runs the exec suites there alone (the same code measures
-    // on either kernel), and the boot suite on the test kernel.
+    // on either kernel).
     let smoke_on_debian = effort == BenchEffort::Smoke && debian.is_some();
     // The boot suite's image too, before any long run.
-    let boot_suite = kernels.test() && (suites.is_empty() || suites.contains(&BOOT));
+    let boot_suite = kernels.debian() && (suites.is_empty() || suites.contains(&BOOT));
     let boot_image = if boot_suite { Some(boot::prepare()?) } else { None };
     // Every kernel twice: its guest clock counting instructions (the figure a repeat run
     // reproduces, whatever the host's load), then the host's time. A smoke run, which checks
@@ -206,10 +209,12 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
                 measured.extend(run_vms(std::slice::from_ref(one), effort, &vm_suites, clock)?);
             }
         }
-        if boot_image.is_some() && test_kernel.is_none() {
-            measured.insert(0, KernelRun::empty(Benched::test(), clock));
+        // The boot suite's rows go with Debian's kernel's, whose system it boots.
+        if boot_image.is_some() && !measured.iter().any(|run| run.kernel == Benched::debian()) {
+            measured.push(KernelRun::empty(Benched::debian(), clock));
         }
-        if let (Some(image), Some(run)) = (&boot_image, measured.first_mut()) {
+        if let (Some(image), Some(run)) = (&boot_image, measured.iter_mut().find(|run| run.kernel == Benched::debian()))
+        {
             let start = Instant::now();
             let (results, accel) = boot::measure(image, effort, clock)?;
             run.results.records.extend(results.records);

@@ -1,5 +1,5 @@
-//! Debian root file systems made by `mmdebstrap` and kept in the cache (Debian's 7.2 build root,
-//! the signed Debian system), and running commands inside them.
+//! The Debian 13 root made by `mmdebstrap` and kept in the cache, and running commands inside it
+//! and inside its copies (the signed system's images).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,19 @@ const ENTER: &str = r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin
 /// mount goes away with the command.
 pub fn run_in(root: &Path, script: &str) -> Result {
     Cmd::new("unshare").args(["--mount", "--fork", "sh", "-c", ENTER]).arg(root).arg(script).run()
+}
+
+/// As [`run_in`], with `source` on the host mounted at `target` (relative) inside `root` for the
+/// script's while.
+pub fn run_in_with_bind(root: &Path, source: &Path, target: &str, script: &str) -> Result {
+    let enter = format!(r#"mkdir -p "$0/$2" && mount --bind "$3" "$0/$2" && {ENTER}"#);
+    Cmd::new("unshare")
+        .args(["--mount", "--fork", "sh", "-c", &enter])
+        .arg(root)
+        .arg(script)
+        .arg(target)
+        .arg(source)
+        .run()
 }
 
 /// As [`run_in`], for a script that is expected to fail: its exit status and output, whatever

@@ -2,12 +2,14 @@
 //! Debian with gcc, `CONFIG_RUST=y`, BTF and the BPF LSM. Nothing of it is rebuilt: the module is
 //! built for it and the VM boots its unmodified `vmlinuz`.
 //!
-//! Everything happens in a Debian 13 build root that `mmdebstrap` makes once (cached outside the
-//! repository, named after what goes into it): the kernel's headers and source packages, and the
-//! very toolchain Debian built the kernel with (trixie's gcc-14, rustc 1.85.1, bindgen). That
-//! root is what a Debian user's machine has after `apt install`, so the module is built there as
-//! DKMS builds it for them, through `kmod/dkms/build`, which makes the Rust build artifacts
-//! Debian's headers leave out from `linux-source-7.2` (`kmod/dkms/rust-tree`).
+//! Everything happens in a Debian 13 root that `mmdebstrap` makes once (cached outside the
+//! repository, named after what goes into it): the kernel's packages, its headers and source,
+//! and the very toolchain Debian built the kernel with (trixie's gcc-14, rustc 1.85.1, bindgen),
+//! which README's Debian 13 section has a user install; and a system's own packages (systemd,
+//! initramfs-tools...). That root is what a Debian user's machine has after `apt install`, so
+//! the module is built there as DKMS builds it for them, through `kmod/dkms/build`, which makes
+//! the Rust build artifacts Debian's headers leave out from `linux-source-7.2`
+//! (`kmod/dkms/rust-tree`); and the signed Debian system (`cargo xtask distro`) is a copy of it.
 
 use std::fs;
 use std::path::PathBuf;
@@ -30,51 +32,90 @@ const MIRROR: &str = "http://deb.debian.org/debian";
 /// What the build root needs on this machine (modinfo, from kmod, reads the module built there).
 pub const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux"), Need::Deb("kmod")];
 
-/// The kernel's packages and the toolchain Debian built it with (the kernel's .config names
-/// gcc-14, rustc 1.85.1 and bindgen 0.71.1, which are trixie's), plus DKMS.
-fn packages() -> Vec<String> {
-    let mut packages: Vec<String> = [
-        "bc",
-        "bison",
-        "flex",
-        "libelf-dev",
-        "libssl-dev",
-        "openssl",
-        "rustc",
-        "rust-src",
-        "bindgen",
-        "libclang-dev",
-        "dwarves",
-        "kmod",
-        "cpio",
-        "xz-utils",
-        "python3",
-        "dkms",
+/// README's Debian 13 section, its first `apt install` (from trixie-backports): the kernel, its
+/// headers and its source (Debian's headers lack the Rust build artifacts, which
+/// `kmod/dkms/rust-tree` makes from the source). The kernel's package pulls in its modules, among
+/// them the filesystems the VM suite's unprivileged cases mount.
+fn kernel_packages() -> [String; 3] {
+    [format!("linux-image-{RELEASE}"), format!("linux-headers-{RELEASE}"), "linux-source-7.2".to_owned()]
+}
+
+/// README's Debian 13 section, its second `apt install`: DKMS and the toolchain Debian built the
+/// kernel with (the kernel's .config names gcc-14, rustc 1.85.1 and bindgen 0.71.1, which are
+/// trixie's), and what a kernel module build needs besides.
+const BUILD_PACKAGES: &[&str] = &[
+    "dkms",
+    "rustc",
+    "rust-src",
+    "bindgen",
+    "libclang-dev",
+    "dwarves",
+    "bc",
+    "bison",
+    "flex",
+    "libelf-dev",
+    "libssl-dev",
+];
+
+/// What the system holds besides: what the signed system's checks use (systemd, udev, python3,
+/// procps, iproute2, less, e2fsprogs, sudo, ping, setcap, ssh), what booting it the way users
+/// do takes (initramfs-tools, and dracut for the module's early-boot hooks; zstd, which both
+/// compress with), and what the build root had beside the build's own tools (openssl, kmod,
+/// cpio, xz-utils), which a Debian system has.
+const SYSTEM_PACKAGES: &[&str] = &[
+    "systemd-sysv",
+    "udev",
+    "python3",
+    "procps",
+    "iproute2",
+    "less",
+    "e2fsprogs",
+    "sudo",
+    "iputils-ping",
+    "libcap2-bin",
+    "openssh-client",
+    "initramfs-tools",
+    "dracut-core",
+    "zstd",
+    "openssl",
+    "kmod",
+    "cpio",
+    "xz-utils",
+];
+
+/// README's Debian 13 section's two `apt install` commands, which make the root what it is.
+#[cfg(test)]
+pub fn readme_install_commands() -> [String; 2] {
+    [
+        format!("apt install -t trixie-backports {}", kernel_packages().join(" ")),
+        format!("apt install {}", BUILD_PACKAGES.join(" ")),
     ]
-    .map(str::to_owned)
-    .to_vec();
-    packages.push(format!("linux-headers-{RELEASE}={PACKAGE_VERSION}"));
-    packages.push(format!("linux-binary-{RELEASE}={PACKAGE_VERSION}"));
-    // Its modules: the filesystems the VM suite's unprivileged cases mount.
-    packages.push(format!("linux-modules-{RELEASE}={PACKAGE_VERSION}"));
-    packages.push(format!("linux-source-7.2={PACKAGE_VERSION}"));
+}
+
+/// Everything the root holds, the kernel's packages pinned to the version tested.
+fn packages() -> Vec<String> {
+    let mut packages: Vec<String> = kernel_packages().map(|p| format!("{p}={PACKAGE_VERSION}")).to_vec();
+    // What README's `-t trixie-backports` does for the kernel's dependencies: its package
+    // needs a newer linux-base than trixie's.
+    packages.push("linux-base/trixie-backports".to_owned());
+    packages.extend(BUILD_PACKAGES.iter().chain(SYSTEM_PACKAGES).map(|p| (*p).to_owned()));
     packages
 }
 
 /// Debian's kernel, ready to build modules for and to boot.
 #[derive(Clone, Debug)]
 pub struct DebianKernel {
-    /// The Debian 13 build root.
+    /// The Debian 13 root (never modified but by the module's builds: copy it).
     pub root: PathBuf,
     /// The kernel image, as Debian ships it.
     pub vmlinuz: PathBuf,
 }
 
-/// The build root, made if not cached.
+/// The Debian 13 root, made if not cached.
 pub fn kernel() -> Result<DebianKernel> {
     if !deps::is_root() {
         return Err(format!(
-            "building for Debian's {RELEASE} kernel makes a Debian 13 build root (mmdebstrap, chroot): run as root"
+            "building for Debian's {RELEASE} kernel makes a Debian 13 root (mmdebstrap, chroot): run as root"
         ));
     }
     deps::ensure(HOST_TOOLS)?;
@@ -88,14 +129,14 @@ pub fn kernel() -> Result<DebianKernel> {
     let root = chroot::cached_root(
         &paths::cache().join("debian-kernel"),
         &format!("{RELEASE}-{:016x}", key.finish()),
-        &format!("Debian's {RELEASE} build root"),
+        &format!("the Debian 13 root with Debian's {RELEASE}"),
         &["--variant=buildd".into(), "--quiet".into(), format!("--include={}", packages.join(","))],
         "trixie",
         &[format!("deb {mirror} trixie main"), format!("deb {mirror} trixie-backports main")],
     )?;
     let vmlinuz = root.join(format!("usr/lib/modules/{RELEASE}/vmlinuz"));
     if !vmlinuz.exists() {
-        return Err(format!("the build root has no {}", vmlinuz.display()));
+        return Err(format!("the Debian 13 root has no {}", vmlinuz.display()));
     }
     Ok(DebianKernel { root, vmlinuz })
 }
@@ -158,8 +199,8 @@ pub fn filesystem_modules(kernel: &DebianKernel) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// Where the module's DKMS source tree goes in the build root, as `cargo xtask dkms` puts it.
-fn source_dir() -> String {
+/// Where the module's DKMS source tree goes in the root, as `cargo xtask dkms` puts it.
+pub fn source_dir() -> String {
     format!("/usr/src/elfsig-{}", dkms::VERSION)
 }
 

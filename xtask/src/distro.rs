@@ -1,22 +1,24 @@
-//! `cargo xtask distro`: a whole Debian 12 system under elfsig, as a user would run it. The
-//! system is signed with `elfsig sign --recursive` and booted on the test kernel, with the
-//! module loaded from its initramfs by the hook in `kmod/boot/` (enforcing, locked) and the
-//! mapping guard attached; systemd boots it, and a unit runs the checks (a workload, then the
-//! refusals: crates/elfsig-guest/src/distro.rs), and again with the initramfs dracut makes with
-//! `kmod/boot/dracut/`. Then the same system unsigned boots in
+//! `cargo xtask distro`: a whole Debian 13 system under elfsig, as a user would run it, on
+//! Debian's own 7.2 kernel. The system is the Debian 13 root Debian's kernel is tested in
+//! (`debian_kernel`: the kernel's packages, what README's Debian 13 section installs, and a
+//! system's packages), with the module built and installed inside it by `dkms install`, signed
+//! with `elfsig sign --recursive`, and booted on Debian's `vmlinuz` with the initramfs Debian's
+//! `update-initramfs` makes, which loads the module by the hook in `kmod/boot/` (enforcing,
+//! locked) and attaches the mapping guard; systemd boots it, and a unit runs the checks (a
+//! workload, then the refusals: crates/elfsig-guest/src/distro.rs), and again with the
+//! initramfs dracut makes with `kmod/boot/dracut/`. Then the same system unsigned boots in
 //! permissive mode, and every file that would have been refused is listed: what an
 //! administrator does before switching to enforce.
 
 mod bench;
 pub mod image;
-mod rootfs;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
 
-use crate::kernel::{Flavor, Kernel};
+use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::TestKeys;
 use crate::vm::qemu;
 use crate::{Result, deps, flags, keys, kmod, paths, tools, vm};
@@ -28,10 +30,10 @@ pub fn run(_options: &flags::Distro) -> Result {
 
 /// What the images are made of, built or reused.
 struct Inputs {
-    pristine: PathBuf,
+    debian: DebianKernel,
     keys: TestKeys,
-    kernel: Kernel,
-    ko: PathBuf,
+    /// What `cargo xtask dkms --cert` embeds: the certificate the system is signed with.
+    certs: Vec<u8>,
     elfsig: PathBuf,
     guard: PathBuf,
     guest: PathBuf,
@@ -42,14 +44,15 @@ impl Inputs {
     fn build() -> Result<Inputs> {
         deps::ensure(vm::VM_PACKAGES)?;
         deps::ensure(bench::HOST_TOOLS)?;
-        let pristine = rootfs::pristine()?;
+        deps::ensure(HOST_TOOLS)?;
+        let debian = debian_kernel::kernel()?;
         let elfsig = tools::build_cli()?;
         let keys = keys::test_keys(&elfsig)?;
-        let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
+        let certs = kmod::der_certificates(std::slice::from_ref(&keys.kernel.cert))?;
         let guard = tools::build_guard()?;
         let guest = tools::build_static("elfsig-guest")?;
         let bench = tools::build_static("elfsig-bench")?;
-        Ok(Inputs { pristine, keys, kernel, ko, elfsig, guard, guest, bench })
+        Ok(Inputs { debian, keys, certs, elfsig, guard, guest, bench })
     }
 
     fn make(&self, variant: image::Variant<'_>, dracut: bool) -> Result<image::Image> {
@@ -58,33 +61,37 @@ impl Inputs {
             guard: &self.guard,
             guest: &self.guest,
             bench: &self.bench,
-            ko: &self.ko,
-            tree: &self.kernel.tree,
+            certs: &self.certs,
         };
-        image::make(&self.pristine, &parts, variant, dracut)
+        image::make(&self.debian, &parts, variant, dracut)
     }
 }
 
-/// What making the Debian 12 root needs of this machine.
-pub const HOST_TOOLS: &[crate::deps::Need] = rootfs::HOST_TOOLS;
+/// What making the images needs on this machine besides the Debian 13 root's.
+pub const HOST_TOOLS: &[deps::Need] = &[deps::Need::Deb("rsync"), deps::Need::Deb("e2fsprogs")];
 
-/// The Debian 12 root file system the images are made from (made once, cached).
-pub fn pristine_root() -> Result {
-    rootfs::pristine().map(|_| ())
+/// The signed image made in this process, if any: `cargo xtask test`'s bench smoke boots the
+/// one the checks booted (every boot writes to a copy-on-write snapshot, never to the image).
+static SIGNED: std::sync::Mutex<Option<image::Image>> = std::sync::Mutex::new(None);
+
+fn signed_made() -> Result<std::sync::MutexGuard<'static, Option<image::Image>>> {
+    SIGNED.lock().map_err(|_| "a thread making the image panicked".to_owned())
 }
 
-/// The signed system the `boot` bench boots, and the kernel it boots on.
-pub fn signed_image() -> Result<(Kernel, image::Image)> {
+/// The signed system the `boot` bench boots (its kernel is the image's).
+pub fn signed_image() -> Result<image::Image> {
+    if let Some(image) = signed_made()?.clone() {
+        return Ok(image);
+    }
     let inputs = Inputs::build()?;
-    let image = inputs.make(image::Variant::Signed(&inputs.keys.kernel), false)?;
-    Ok((inputs.kernel, image))
+    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false)
 }
 
-/// Builds the images (reusing the cached Debian system), boots both and checks them.
+/// Builds the images (from the cached Debian 13 root), boots both and checks them.
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
-    let kernel = &inputs.kernel;
     let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true)?;
+    *signed_made()? = Some(signed.clone());
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at
     // once (the disk is a copy-on-write snapshot for each). Both are checked even when one
     // fails: each says something the other does not.
@@ -92,8 +99,8 @@ pub fn test() -> Result {
     let dracut_initrd = signed.dracut_initrd.as_deref().ok_or("no dracut initramfs")?;
     let (with_tools, with_dracut) = (format!("{check}initramfs-tools"), format!("{check}dracut"));
     let boots = [
-        system_boot(kernel, &signed.disk, &signed.initrd, "distro-enforce", &with_tools),
-        system_boot(kernel, &signed.disk, dracut_initrd, "distro-dracut", &with_dracut),
+        system_boot(&signed, &signed.initrd, "distro-enforce", &with_tools),
+        system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut),
     ];
     let checked: Vec<Result> =
         qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
@@ -103,7 +110,7 @@ pub fn test() -> Result {
     let unsigned = inputs.make(image::Variant::Unsigned, false)?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
     let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
-    let console = boot(kernel, &unsigned.disk, &unsigned.initrd, "distro-discover", &discover)?;
+    let console = boot(&unsigned, "distro-discover", &discover)?;
     let list: Vec<&str> = console.lines().filter_map(|l| l.strip_prefix("# ")?.strip_prefix(TO_SIGN)).collect();
     let path = paths::target().join("distro/to-sign.txt");
     fs::write(&path, list.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -117,31 +124,26 @@ pub fn test() -> Result {
 /// What boots the image: the root file system on the virtio disk.
 pub const ROOT: &str = "root=/dev/vda rw rootfstype=ext4";
 
-/// A boot of `disk` with `initrd` on the test kernel, `append` holding [`ROOT`].
-fn system_boot<'a>(
-    kernel: &'a Kernel,
-    disk: &'a Path,
-    initrd: &'a Path,
-    label: &'a str,
-    append: &'a str,
-) -> qemu::Boot<'a> {
+/// A boot of `image` with `initrd` (its own or dracut's) on Debian's kernel, `append` holding
+/// [`ROOT`]. One vCPU, as Debian's kernel's other VMs (`vm::DEBIAN_CPUS` says why).
+fn system_boot<'a>(image: &'a image::Image, initrd: &'a Path, label: &'a str, append: &'a str) -> qemu::Boot<'a> {
     qemu::Boot {
-        kernel: &kernel.bzimage,
+        kernel: &image.kernel,
         initramfs: initrd,
-        disk: Some(disk),
+        disk: Some(&image.disk),
         append,
         timeout_secs: 1200,
         memory_mb: 2048,
-        cpus: 2,
+        cpus: vm::DEBIAN_CPUS,
         label,
         clock: qemu::Clock::Host,
     }
 }
 
-/// Boots `disk` with `initrd` on the test kernel and checks the report; returns the console.
-fn boot(kernel: &Kernel, disk: &Path, initrd: &Path, label: &str, append: &str) -> Result<String> {
+/// Boots `image` and checks the report; returns the console.
+fn boot(image: &image::Image, label: &str, append: &str) -> Result<String> {
     let append = format!("{ROOT} {append}");
-    let run = qemu::boot(&system_boot(kernel, disk, initrd, label, &append))?;
+    let run = qemu::boot(&system_boot(image, &image.initrd, label, &append))?;
     vm::check_report(&run.console)?;
     Ok(run.console)
 }

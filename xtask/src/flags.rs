@@ -14,7 +14,8 @@ xflags::xflags! {
         cmd test {
             /// Only the kernel module's end-to-end suite in the VM.
             optional --vm-only
-            /// Only on this kernel: `test` (the 6.12 test kernel) or `debian-7.2`.
+            /// Only on this kernel: `test` (the 6.12 debug kernel: VM suite, dkms, stress) or
+            /// `debian-7.2` (its VM suite and stress, the signed Debian 13 system, the bench smoke).
             optional --kernel kernel: String
         }
         /// The kernel module, against the cached test kernel or a prepared tree.
@@ -51,10 +52,10 @@ xflags::xflags! {
             /// Fuzz nothing: report the line coverage of each corpus.
             optional --coverage
         }
-        /// A whole Debian 12 system, signed with `elfsig sign --recursive`, booted on the test
-        /// kernel with the module loaded (locked, enforcing) from its initramfs: systemd's boot, a
-        /// workload, refusals; then the unsigned system in permissive mode, listing what is left
-        /// to sign.
+        /// A whole Debian 13 system with the module installed by `dkms install`, signed with
+        /// `elfsig sign --recursive`, booted on Debian's 7.2 kernel with the module loaded (locked,
+        /// enforcing) from the initramfs `update-initramfs` made: systemd's boot, a workload,
+        /// refusals; then the unsigned system in permissive mode, listing what is left to sign.
         cmd distro {}
         /// The stress and fault-injection suite on the debug kernel (300 s of load by default).
         cmd stress {

@@ -11,15 +11,17 @@ use elfsig_guest::image::BenchEffort;
 pub fn run(options: &flags::Test) -> Result {
     deps::ensure(GUARD_PACKAGES)?;
     let kernels = Kernels::parse(options.kernel.as_deref(), Kernels::Both)?;
+    // The CLI and the guard as the workspace tests build them: nothing here times them.
+    tools::use_test_profile();
     if options.vm_only {
         return vm_suite(kernels);
     }
     let root = paths::root();
     let mut phases = Phases::default();
     deps::ensure(TEST_PACKAGES)?;
-    // The Debian roots a cold run makes (mmdebstrap: downloads and unpacking, a few minutes
-    // each) are made meanwhile, while the workspace builds and tests use the CPUs.
-    let roots = prepare_roots(kernels)?;
+    // The Debian 13 root a cold run makes (mmdebstrap: downloads and unpacking, a few minutes)
+    // is made meanwhile, while the workspace builds and tests use the CPUs.
+    let debian_root = prepare_root(kernels)?;
     let workspace = (|| {
         phases.time("fmt, clippy, panic check", || {
             Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
@@ -36,38 +38,42 @@ pub fn run(options: &flags::Test) -> Result {
     })();
     if workspace.is_err() {
         // Nothing is left running behind the failure (mmdebstrap would outlive this process).
-        eprintln!("xtask: waiting for the Debian roots being made before stopping");
+        eprintln!("xtask: waiting for the Debian 13 root being made before stopping");
     }
-    let roots = joined(roots, "preparing the Debian roots");
+    let debian_root = joined(debian_root, "preparing the Debian 13 root");
     workspace?;
-    roots?;
-    // The two test kernels, the longest builds of a cold run, build meanwhile at a lower
-    // priority, on what the one-vCPU VMs of Debian's kernel's parts leave of the two cores. Not
-    // during the workspace parts: those keep both cores busy (a cold run's kernel got 200 of its
-    // 1,650 objects built there), and a failure there would have to wait for the build to end.
-    let kernel = if kernels.test() { Some(build_kernels_meanwhile()?) } else { None };
+    debian_root?;
+    // The debug kernel, the longest build of a cold run, builds meanwhile at a lower priority,
+    // on what the parts on Debian's kernel leave of the two cores. Not during the workspace
+    // parts: those keep both cores busy (a cold run's kernel got 200 of its 1,650 objects built
+    // there), and a failure there would have to wait for the build to end.
+    let kernel = if kernels.test() { Some(build_kernel_meanwhile()?) } else { None };
     // Debian's kernel first: its parts need nothing of the kernel still building.
     let debian = if kernels.debian() {
-        phases.time("Debian 7.2: VM suite and stress", || {
-            deps::ensure(vm::VM_PACKAGES)?;
-            vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
-        })
+        phases
+            .time("Debian 7.2: VM suite and stress", || {
+                deps::ensure(vm::VM_PACKAGES)?;
+                vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
+            })
+            .and_then(|()| phases.time("signed Debian 13 system", distro::test))
     } else {
         Ok(())
     };
-    let kernel = kernel.map(|kernel| phases.time("waiting for the test kernels", || joined(kernel, KERNEL_BUILD)));
+    let kernel = kernel.map(|kernel| phases.time("waiting for the debug kernel", || joined(kernel, KERNEL_BUILD)));
     debian?;
     if let Some(kernel) = kernel {
         kernel?;
-        phases.time("VM suite (test kernel)", || vm_suite(Kernels::Test))?;
+        phases.time("VM suite (debug kernel)", || vm_suite(Kernels::Test))?;
         phases.time("dkms build", dkms_build)?;
         phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
-        phases.time("signed Debian system", distro::test)?;
     }
-    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report; its
-    // VM suites on Debian's kernel): its timings are not asserted on, only that every suite
+    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report; on
+    // Debian's kernel, where the boot suite's system runs and where the exec suites run the same
+    // code as on the test kernel): its timings are not asserted on, only that every suite
     // produced well-formed rows.
-    phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], kernels))?;
+    if kernels.debian() {
+        phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], Kernels::Debian))?;
+    }
     phases.print();
     eprintln!("xtask: all tests passed");
     Ok(())
@@ -112,30 +118,26 @@ fn joined(handle: std::thread::JoinHandle<Result>, doing: &str) -> Result {
     })
 }
 
-const KERNEL_BUILD: &str = "building the test kernels";
+const KERNEL_BUILD: &str = "building the debug kernel";
 
-/// Builds the test kernel and the debug kernel, and the module for each, in the background at
-/// a lower priority; the handle says whether that worked, and later parts find them built.
-fn build_kernels_meanwhile() -> Result<std::thread::JoinHandle<Result>> {
+/// Builds the debug kernel and the module for it in the background at a lower priority; the
+/// handle says whether that worked, and later parts find them built.
+fn build_kernel_meanwhile() -> Result<std::thread::JoinHandle<Result>> {
     let keys = keys::test_keys(&tools::build_cli()?)?;
     deps::ensure(crate::kernel::KERNEL_TOOLS)?;
     Ok(std::thread::spawn(move || {
         cmd::lower_this_threads_priority();
-        kmod::for_tests(Flavor::Release, &keys)?;
         kmod::for_tests(Flavor::Debug, &keys).map(|_| ())
     }))
 }
 
-/// Makes the Debian roots the later parts need, in the background; the handle says whether
+/// Makes the Debian 13 root the later parts need, in the background; the handle says whether
 /// that worked.
-fn prepare_roots(kernels: Kernels) -> Result<std::thread::JoinHandle<Result>> {
+fn prepare_root(kernels: Kernels) -> Result<std::thread::JoinHandle<Result>> {
     // Whatever they need of this machine first, here: apt-get runs one at a time.
     deps::ensure(crate::distro::HOST_TOOLS)?;
     deps::ensure(crate::debian_kernel::HOST_TOOLS)?;
     Ok(std::thread::spawn(move || {
-        if kernels.test() {
-            crate::distro::pristine_root()?;
-        }
         if kernels.debian() {
             crate::debian_kernel::kernel()?;
         }
@@ -157,11 +159,11 @@ fn vm_suite(kernels: Kernels) -> Result {
     Ok(())
 }
 
-/// `dkms build` of the module against the test kernel's tree, as an administrator's DKMS would;
+/// `dkms build` of the module against the debug kernel's tree, as an administrator's DKMS would;
 /// and signing it for Secure Boot with the tree's `sign-file`.
 fn dkms_build() -> Result {
     let keys = keys::test_keys(&tools::build_cli()?)?;
-    let (kernel, ko) = kmod::for_tests(Flavor::Release, &keys)?;
+    let (kernel, ko) = kmod::for_tests(Flavor::Debug, &keys)?;
     dkms::test(&kernel.tree)?;
     mok::test(&kernel.tree, &ko)
 }

@@ -119,8 +119,8 @@ pub fn module_state(mode: Mode, locked: bool) -> Outcome {
     )
 }
 
-/// Ends the system: the test kernel cannot power off (no ACPI), and QEMU runs with
-/// `-no-reboot`, so a reboot ends the VM.
+/// Ends the system: QEMU runs with `-no-reboot`, so a reboot ends the VM (and a test kernel,
+/// which has no ACPI, cannot power off).
 pub fn end() {
     let _ = Command::new("systemctl").args(["--force", "reboot"]).status();
 }

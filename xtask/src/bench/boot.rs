@@ -1,5 +1,5 @@
-//! The `boot` suite: the signed Debian system of `cargo xtask distro`, one image for every
-//! configuration, booted on the test kernel again and again, the configurations interleaved:
+//! The `boot` suite: the signed Debian 13 system of `cargo xtask distro`, one image for every
+//! configuration, booted on Debian's 7.2 kernel again and again, the configurations interleaved:
 //! `baseline` (`elfsig=off`: the module not loaded), `elfsig` (loaded from the initramfs,
 //! enforcing, locked, the mapping guard attached: every program and library verified at first
 //! use) and `ima` (`elfsig=off`, IMA appraising the same files' evmctl signatures). The guest's
@@ -14,7 +14,6 @@ use elfsig_guest::image::BenchEffort;
 
 use super::results::{Record, Results, median};
 use crate::distro::image::Image;
-use crate::kernel::Kernel;
 use crate::vm::qemu;
 use crate::{Result, distro};
 
@@ -30,20 +29,16 @@ pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 /// How many VMs boot at once.
 const VMS: usize = 2;
 
-/// What the suite boots: the test kernel and the signed image. Made before the bench VMs run,
-/// so that a failure here (not root, no archive) does not come after their long run.
-pub fn prepare() -> Result<(Kernel, Image)> {
+/// What the suite boots: the signed image, with its kernel. Made before the bench VMs run, so
+/// that a failure here (not root, no archive) does not come after their long run.
+pub fn prepare() -> Result<Image> {
     distro::signed_image()
 }
 
-/// Boots `image` on `kernel` in every configuration, four rounds (one when quick); returns
+/// Boots `image` on its kernel in every configuration, four rounds (one when quick); returns
 /// what the guests measured and the accelerator they ran on. A smoke run boots each
 /// configuration once, all at once.
-pub fn measure(
-    (kernel, image): &(Kernel, Image),
-    effort: BenchEffort,
-    clock: qemu::Clock,
-) -> Result<(Results, String)> {
+pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result<(Results, String)> {
     let rounds = effort.pick(4, 1, 1);
     // Each VM boots every configuration in turn, a run being one VM's; a smoke run boots them
     // side by side instead, once each, as one run.
@@ -77,7 +72,7 @@ pub fn measure(
                 .iter()
                 .zip(&appends)
                 .map(|(label, append)| qemu::Boot {
-                    kernel: &kernel.bzimage,
+                    kernel: &image.kernel,
                     initramfs: &image.initrd,
                     disk: Some(&image.disk),
                     append,

@@ -1,9 +1,10 @@
-//! Making the Debian system's disk image from the pristine root file system, as a user would
-//! make theirs: elfsig's module (in `/usr/lib/modules`, found by depmod), its tools, its
-//! initramfs-tools hook and modprobe.d file from `kmod/boot/`; every ELF file signed with
-//! `elfsig sign --recursive`; the initramfs made by the system's own `mkinitramfs`, after the
+//! Making the Debian 13 system's disk image from the Debian 13 root, as README's Debian 13
+//! section has a user make theirs: the module's DKMS tree (`cargo xtask dkms --cert`) built and
+//! installed inside the system by its own `dkms install`, for Debian's kernel; elfsig's tools,
+//! its initramfs-tools hook and modprobe.d file from `kmod/boot/`; every ELF file signed with
+//! `elfsig sign --recursive`; the initramfs made by Debian's `update-initramfs`, after the
 //! signing, so that what it copies in is signed too; the ext4 image made by `mke2fs -d`, which
-//! keeps owners, modes, hard links and extended attributes (ping's file capability).
+//! keeps owners, modes, hard links and extended attributes (file capabilities).
 //!
 //! Besides, for the checks only: the check program, a unit that starts it once the system is
 //! up, and no getty on the serial console, where the checks report.
@@ -16,8 +17,9 @@ use std::time::Instant;
 use elfsig_guest::image::DISTRO_CHECK;
 
 use crate::cmd::Cmd;
+use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::KeyPair;
-use crate::{Result, chroot, kernel, paths};
+use crate::{Result, chroot, deps, dkms, paths};
 
 /// What goes into the system besides Debian.
 #[derive(Debug)]
@@ -30,10 +32,9 @@ pub struct Parts<'a> {
     pub guest: &'a Path,
     /// The `boot` bench's program (`elfsig-bench`, static).
     pub bench: &'a Path,
-    /// The module.
-    pub ko: &'a Path,
-    /// The kernel tree it is built for (its release, `modules.builtin`).
-    pub tree: &'a Path,
+    /// The certificates (concatenated DER) the module embeds, as `cargo xtask dkms --cert` stages
+    /// them.
+    pub certs: &'a [u8],
 }
 
 /// Which system.
@@ -46,11 +47,13 @@ pub enum Variant<'k> {
 }
 
 /// A bootable system.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Image {
+    /// Its kernel: Debian's `vmlinuz`, as its package installed it in the system.
+    pub kernel: PathBuf,
     /// The ext4 image, the root file system.
     pub disk: PathBuf,
-    /// Its initramfs, which `mkinitramfs` made inside it.
+    /// Its initramfs, which `update-initramfs` made inside it.
     pub initrd: PathBuf,
     /// The same made by dracut, with `kmod/boot/dracut/` (the signed system only).
     pub dracut_initrd: Option<PathBuf>,
@@ -63,9 +66,9 @@ const FS_LABEL: &str = "elfsig-root";
 /// Where the check program goes.
 const CHECK_PROGRAM: &str = "usr/local/libexec/elfsig-check";
 
-/// Makes the image of `variant` from `pristine`, in target/distro/; for the signed system,
-/// also dracut's initramfs when `dracut` (the checks boot it; the bench does not).
-pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>, dracut: bool) -> Result<Image> {
+/// Makes the image of `variant` from the Debian 13 root, in target/distro/; for the signed
+/// system, also dracut's initramfs when `dracut` (the checks boot it; the bench does not).
+pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, dracut: bool) -> Result<Image> {
     let name = match variant {
         Variant::Signed(_) => "signed",
         Variant::Unsigned => "unsigned",
@@ -76,28 +79,84 @@ pub fn make(pristine: &Path, parts: &Parts<'_>, variant: Variant<'_>, dracut: bo
         fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
     }
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    Cmd::new("cp").args(["-a", "--reflink=auto"]).arg(pristine).arg(&root).run()?;
-    let release = install(&root, parts, variant)?;
+    // The copy (2.5 GB), then its image (4 GB, sparse).
+    deps::ensure_space(&dir, 8, "making the Debian 13 system's image")?;
+    // A copy, owners (by number: the root's users are not this machine's), modes, hard links,
+    // ACLs and extended attributes kept, without the module's Rust build tree
+    // (kmod/dkms/rust-tree's cache, 2 GB), which `dkms install` reads from the original.
+    Cmd::new("rsync")
+        .args(["-aHAX", "--numeric-ids", &format!("--exclude=/{KBUILD_CACHE}/")])
+        .arg(format!("{}/", debian.root.display()))
+        .arg(&root)
+        .run()?;
+    let release = debian_kernel::RELEASE;
+    install(&root, parts, variant)?;
+    dkms_install(&root, &debian.root, parts.certs)?;
     if let Variant::Signed(key) = variant {
         super::bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
         super::bench::sign(&root, key)?;
     }
-    chroot::run_in(&root, &format!("mkinitramfs -o /boot/initrd.img-{release} {release}"))?;
+    chroot::run_in(&root, &update_initramfs())?;
     let initrd = dir.join(format!("{name}-initrd.img"));
     fs::copy(root.join(format!("boot/initrd.img-{release}")), &initrd)
         .map_err(|e| format!("cannot copy the initramfs: {e}"))?;
     let dracut_initrd = match variant {
         Variant::Signed(_) if !dracut => None,
-        Variant::Signed(_) => Some(dracut_initramfs(&root, &release, &dir.join(format!("{name}-dracut.img")))?),
+        Variant::Signed(_) => Some(dracut_initramfs(&root, release, &dir.join(format!("{name}-dracut.img")))?),
         Variant::Unsigned => {
-            hooks_refuse_a_kernel_without_the_module(&root, parts.tree, &release)?;
+            hooks_refuse_a_kernel_without_the_module(&root, release)?;
             None
         }
     };
     let disk = dir.join(format!("{name}.ext4"));
     ext4(&root, &disk)?;
-    Ok(Image { disk, initrd, dracut_initrd })
+    // Everything is in the image now.
+    fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
+    Ok(Image { kernel: debian.vmlinuz.clone(), disk, initrd, dracut_initrd })
+}
+
+/// README's command that builds and installs the module for Debian's kernel.
+fn dkms_install_command() -> String {
+    format!("dkms install elfsig/{} -k {}", dkms::VERSION, debian_kernel::RELEASE)
+}
+
+/// README's command that makes the initramfs again, after the signing.
+fn update_initramfs() -> String {
+    "update-initramfs -u -k all".to_owned()
+}
+
+/// Where the Debian 13 root keeps the module's Rust build tree (`kmod/dkms/rust-tree`).
+const KBUILD_CACHE: &str = "var/cache/elfsig";
+
+/// README's Debian 13 section: the tree `cargo xtask dkms --cert` stages in `/usr/src`, then
+/// `dkms install` for Debian's kernel, which builds the module inside the system (with the
+/// system's rustc, bindgen and `linux-source-7.2`), installs it under `updates/dkms` and runs
+/// depmod. The Rust build tree it makes once is the Debian 13 root's, mounted in: the same
+/// script made it there, for the same kernel.
+fn dkms_install(root: &Path, debian_root: &Path, certs: &[u8]) -> Result {
+    let version = dkms::VERSION;
+    dkms::stage(&root.join(debian_kernel::source_dir().trim_start_matches('/')), certs)?;
+    let release = debian_kernel::RELEASE;
+    let cache = debian_root.join(KBUILD_CACHE);
+    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    chroot::run_in_with_bind(
+        root,
+        &cache,
+        KBUILD_CACHE,
+        // The copy carries the Debian 13 root's own DKMS state (`dkms build` of an earlier tree).
+        &format!("dkms remove elfsig/{version} --all >/dev/null 2>&1; {}", dkms_install_command()),
+    )?;
+    let _ = fs::remove_dir(root.join(KBUILD_CACHE));
+    let installed = root.join(format!("usr/lib/modules/{release}/updates/dkms"));
+    let found = fs::read_dir(&installed)
+        .map_err(|e| format!("dkms install left no {}: {e}", installed.display()))?
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with("elfsig.ko"));
+    if !found {
+        return Err(format!("dkms install reported success but installed no elfsig module in {}", installed.display()));
+    }
+    Ok(())
 }
 
 /// Makes the directory `path` goes in.
@@ -125,23 +184,13 @@ pub(super) fn symlink(target: &str, link: &Path) -> Result {
     std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
 }
 
-/// Installs elfsig into the system as an administrator would; returns the kernel release.
-fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<String> {
-    let release = kernel::release(parts.tree)?;
-    // The module where modprobe finds it, as `dkms install` puts it.
-    let modules = root.join("usr/lib/modules").join(&release);
-    for file in ["modules.builtin", "modules.builtin.modinfo", "modules.order"] {
-        if parts.tree.join(file).exists() {
-            copy(&parts.tree.join(file), &modules.join(file), 0o644)?;
-        }
-    }
-    // mkinitramfs reads the kernel's configuration (which compressions it takes) where a kernel
-    // package puts it.
-    copy(&parts.tree.join(".config"), &root.join(format!("boot/config-{release}")), 0o644)?;
-    copy(parts.ko, &modules.join("updates/elfsig.ko"), 0o644)?;
-    Cmd::new("depmod").arg("-b").arg(root).arg(&release).run()?;
+/// Installs elfsig's tools and early-boot hooks into the system as an administrator would.
+fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result {
     copy(parts.elfsig, &root.join("usr/bin/elfsig"), 0o755)?;
     copy(parts.guard, &root.join("usr/sbin/elfsig-guard"), 0o755)?;
+    // A file capability to keep through signing and the image (Debian 12's ping had this one;
+    // Debian 13's relies on ping_group_range instead).
+    chroot::run_in(root, "setcap cap_net_raw+ep /usr/bin/ping")?;
 
     // Early boot: kmod/boot/, as README tells an administrator to install it.
     let boot = paths::root().join("kmod/boot");
@@ -163,8 +212,6 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     let units = root.join("etc/systemd/system");
     copy(&boot.join("systemd/elfsig.service"), &units.join("elfsig.service"), 0o644)?;
     symlink("../elfsig.service", &units.join("sysinit.target.wants/elfsig.service"))?;
-    // The test kernel has no modules but this one, and reads gzip.
-    write(&tools.join("conf.d/elfsig-test.conf"), "MODULES=list\nCOMPRESS=gzip\n")?;
 
     // The checks, once the system is up; they report on the serial console.
     copy(parts.guest, &root.join(CHECK_PROGRAM), 0o755)?;
@@ -177,17 +224,16 @@ fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result<Strin
     )?;
     symlink("../elfsig-check.service", &units.join("multi-user.target.wants/elfsig-check.service"))?;
     symlink("/dev/null", &units.join("serial-getty@ttyS0.service"))?;
-    write(&root.join("etc/hostname"), "elfsig-distro\n")?;
-    Ok(release)
+    write(&root.join("etc/hostname"), "elfsig-distro\n")
 }
 
 /// The initramfs dracut makes with `kmod/boot/dracut/` installed (by [`install`]), as on Fedora
-/// or RHEL: generic (not for this build host's devices), gzip, which the test kernel reads.
+/// or RHEL: generic (not for this build host's devices).
 fn dracut_initramfs(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
     let built = format!("/boot/initrd.dracut-{release}");
     chroot::run_in(
         root,
-        &format!("dracut --quiet --force --no-hostonly --gzip --add elfsig --kver {release} {built} {release}"),
+        &format!("dracut --quiet --force --no-hostonly --add elfsig --kver {release} {built} {release}"),
     )?;
     fs::copy(root.join(built.trim_start_matches('/')), out)
         .map_err(|e| format!("cannot copy dracut's initramfs: {e}"))?;
@@ -197,17 +243,18 @@ fn dracut_initramfs(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
 /// Both early-boot hooks fail the initramfs build for a kernel that has no elfsig module,
 /// saying so, and make no initramfs (a second kernel release is installed without the module);
 /// dracut's also refuses to strip the signed programs it would copy in (`--strip`).
-fn hooks_refuse_a_kernel_without_the_module(root: &Path, tree: &Path, release: &str) -> Result {
-    let without = "6.12.0-without-elfsig";
+fn hooks_refuse_a_kernel_without_the_module(root: &Path, release: &str) -> Result {
+    let without = "7.2.0-without-elfsig";
     let modules = root.join("usr/lib/modules").join(without);
-    for file in ["modules.builtin", "modules.builtin.modinfo"] {
-        copy(&tree.join(file), &modules.join(file), 0o644)?;
+    let kernel = root.join("usr/lib/modules").join(release);
+    for file in ["modules.builtin", "modules.builtin.modinfo", "config"] {
+        copy(&kernel.join(file), &modules.join(file), 0o644)?;
     }
-    copy(&tree.join(".config"), &root.join(format!("boot/config-{without}")), 0o644)?;
+    copy(&kernel.join("config"), &root.join(format!("boot/config-{without}")), 0o644)?;
     Cmd::new("depmod").arg("-b").arg(root).arg(without).run()?;
     let no_module = format!("no elfsig module for kernel {without}");
     let dracut = |options: &str, kernel: &str| {
-        format!("dracut --force --no-hostonly --gzip {options} --add elfsig --kver {kernel} /boot/refused.img {kernel}")
+        format!("dracut --force --no-hostonly {options} --add elfsig --kver {kernel} /boot/refused.img {kernel}")
     };
     for (what, build, says) in [
         (
@@ -320,4 +367,22 @@ fn ext4(root: &Path, disk: &Path) -> Result {
         .arg(disk)
         .arg(format!("{}M", used + used / 2 + 512))
         .run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// README tells a user to run the commands the image is made with: the packages of the
+    /// Debian 13 root, the module's installation, the initramfs.
+    #[test]
+    fn readme_runs_what_the_image_is_made_with() {
+        let readme = include_str!("../../../README.md");
+        let [kernel, build] = debian_kernel::readme_install_commands();
+        for command in [kernel, build, dkms_install_command(), update_initramfs()] {
+            // The command exactly, its comment aside.
+            let said = |l: &str| l.split('#').next().map(str::trim) == Some(command.as_str());
+            assert!(readme.lines().any(said), "README.md does not run {command:?}");
+        }
+    }
 }
