@@ -210,11 +210,14 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             }
         }
         // The boot suite's rows go with Debian's kernel's, whose system it boots.
-        if boot_image.is_some() && !measured.iter().any(|run| run.kernel == Benched::debian()) {
-            measured.push(KernelRun::empty(Benched::debian(), clock));
-        }
-        if let (Some(image), Some(run)) = (&boot_image, measured.iter_mut().find(|run| run.kernel == Benched::debian()))
-        {
+        if let Some(image) = &boot_image {
+            let run = match measured.iter().position(|run| run.kernel == Benched::debian()) {
+                Some(at) => &mut measured[at],
+                None => {
+                    measured.push(KernelRun::empty(Benched::debian(), clock));
+                    measured.last_mut().ok_or("no run to put the boot suite's rows in")?
+                }
+            };
             let start = Instant::now();
             let (results, accel) = boot::measure(image, effort, clock)?;
             run.results.records.extend(results.records);

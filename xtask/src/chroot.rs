@@ -14,31 +14,25 @@ const ENTER: &str = r#"mount -t proc proc "$0/proc" && exec chroot "$0" /usr/bin
 /// Runs `script` (sh) as root inside `root`, with its own /proc and a clean environment; the
 /// mount goes away with the command.
 pub fn run_in(root: &Path, script: &str) -> Result {
-    Cmd::new("unshare").args(["--mount", "--fork", "sh", "-c", ENTER]).arg(root).arg(script).run()
+    entering(root, script, ENTER).run()
 }
 
 /// As [`run_in`], with `source` on the host mounted at `target` (relative) inside `root` for the
 /// script's while.
 pub fn run_in_with_bind(root: &Path, source: &Path, target: &str, script: &str) -> Result {
     let enter = format!(r#"mkdir -p "$0/$2" && mount --bind "$3" "$0/$2" && {ENTER}"#);
-    Cmd::new("unshare")
-        .args(["--mount", "--fork", "sh", "-c", &enter])
-        .arg(root)
-        .arg(script)
-        .arg(target)
-        .arg(source)
-        .run()
+    entering(root, script, &enter).arg(target).arg(source).run()
 }
 
 /// As [`run_in`], for a script that is expected to fail: its exit status and output, whatever
 /// they are.
 pub fn output_in(root: &Path, script: &str) -> Result<std::process::Output> {
-    std::process::Command::new("unshare")
-        .args(["--mount", "--fork", "sh", "-c", ENTER])
-        .arg(root)
-        .arg(script)
-        .output()
-        .map_err(|e| format!("cannot run unshare: {e}"))
+    entering(root, script, ENTER).output()
+}
+
+/// `enter` (sh, `$0` the root, `$1` the script) in a mount namespace of its own.
+fn entering(root: &Path, script: &str, enter: &str) -> Cmd {
+    Cmd::new("unshare").args(["--mount", "--fork", "sh", "-c", enter]).arg(root).arg(script)
 }
 
 /// The root file system `parent/name/root`, made by `mmdebstrap` with `args` (options, suite,

@@ -110,6 +110,11 @@ impl Cmd {
         }
     }
 
+    /// Runs the command quietly and returns its exit status and output, whatever the status.
+    pub fn output(mut self) -> Result<std::process::Output> {
+        self.command.output().map_err(|e| format!("cannot run {}: {e}", self.shown))
+    }
+
     /// Whether the command runs and exits with 0, without showing anything.
     pub fn succeeds(mut self) -> bool {
         self.command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
