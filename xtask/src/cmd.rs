@@ -11,13 +11,14 @@ use crate::Result;
 pub struct Cmd {
     command: Command,
     shown: String,
+    stoppable: bool,
 }
 
 impl Cmd {
     /// `program` with no arguments yet.
     pub fn new(program: impl AsRef<OsStr>) -> Self {
         let shown = program.as_ref().to_string_lossy().into_owned();
-        Cmd { command: Command::new(program), shown }
+        Cmd { command: Command::new(program), shown, stoppable: false }
     }
 
     /// Cargo, its intermediate files (dependencies compiled, incremental state) kept in the
@@ -82,10 +83,35 @@ impl Cmd {
         Ok(self)
     }
 
+    /// Lets [`stop_background_work`] end the command: a long build in the background whose
+    /// result a failure elsewhere has made pointless.
+    pub fn stoppable(mut self) -> Self {
+        self.stoppable = true;
+        self
+    }
+
     /// Runs the command, showing it; fails unless it exits with 0.
     pub fn run(mut self) -> Result {
         eprintln!("$ {}", self.shown);
-        let status = self.command.status().map_err(|e| format!("cannot run {}: {e}", self.shown))?;
+        let status = if self.stoppable {
+            let mut child = {
+                let mut running = STOPPABLE.lock().map_err(|_| "a thread running commands panicked")?;
+                if running.stopped {
+                    return Err(format!("`{}` not run: stopped after a failure elsewhere", self.shown));
+                }
+                let child = self.command.spawn().map_err(|e| format!("cannot run {}: {e}", self.shown))?;
+                running.pids.push(child.id());
+                child
+            };
+            let status = child.wait();
+            if let Ok(mut running) = STOPPABLE.lock() {
+                running.pids.retain(|&pid| pid != child.id());
+            }
+            status
+        } else {
+            self.command.status()
+        }
+        .map_err(|e| format!("cannot run {}: {e}", self.shown))?;
         if status.success() { Ok(()) } else { Err(format!("`{}` failed ({status})", self.shown)) }
     }
 
@@ -118,6 +144,25 @@ impl Cmd {
     /// Whether the command runs and exits with 0, without showing anything.
     pub fn succeeds(mut self) -> bool {
         self.command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+}
+
+/// The stoppable commands running, and whether [`stop_background_work`] has been called.
+struct Stoppable {
+    pids: Vec<u32>,
+    stopped: bool,
+}
+
+static STOPPABLE: std::sync::Mutex<Stoppable> = std::sync::Mutex::new(Stoppable { pids: Vec::new(), stopped: false });
+
+/// Ends the stoppable commands running (SIGTERM: `make` passes it on to its jobs) and fails
+/// those started from now on, so that a failing run ends now rather than when a background
+/// build would have.
+pub fn stop_background_work() {
+    let Ok(mut running) = STOPPABLE.lock() else { return };
+    running.stopped = true;
+    for pid in &running.pids {
+        let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
     }
 }
 

@@ -146,7 +146,7 @@ fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
     let _ = fs::remove_dir_all(dir);
     deps::ensure_space(dir, 4, "building the test kernel")?;
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    Cmd::new("tar").args(["-xf", SOURCE_TARBALL, "-C"]).arg(dir).run()?;
+    Cmd::new("tar").args(["-xf", SOURCE_TARBALL, "-C"]).arg(dir).stoppable().run()?;
     let tree = dir.join(SOURCE_DIR);
 
     // The certificate lives in the tree, so the tree needs nothing from outside.
@@ -166,7 +166,8 @@ fn build(dir: &Path, fragment: &str, cert: &[u8]) -> Result {
     logged(make_cmd(&tree, &["olddefconfig"]), &log)?;
     check_config(&tree, &full_fragment)?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    logged(make_cmd(&tree, &[&format!("-j{jobs}"), &format!("KCFLAGS={NO_BTF_TYPE_TAGS}")]), &log)?;
+    let make = make_cmd(&tree, &[&format!("-j{jobs}"), &format!("KCFLAGS={NO_BTF_TYPE_TAGS}")]);
+    logged(make.stoppable(), &log)?;
     crate::btf::check_deduplicated(&tree.join("vmlinux"))?;
     fs::write(dir.join("built"), b"").map_err(|e| format!("cannot mark the build done: {e}"))
 }
