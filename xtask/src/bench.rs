@@ -352,6 +352,7 @@ fn run_vms(guests: &[Guests<'_>], effort: BenchEffort, suites: &[&str], clock: q
                 cpus: guest.cpus,
                 label,
                 clock,
+                uefi: None,
             }
         })
         .collect();

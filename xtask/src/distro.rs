@@ -137,6 +137,7 @@ fn system_boot<'a>(image: &'a image::Image, initrd: &'a Path, label: &'a str, ap
         cpus: vm::DEBIAN_CPUS,
         label,
         clock: qemu::Clock::Host,
+        uefi: None,
     }
 }
 

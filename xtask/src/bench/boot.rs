@@ -81,6 +81,7 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
                     cpus: 1,
                     label,
                     clock,
+                    uefi: None,
                 })
                 .collect();
             for (label, run) in labels.iter().zip(qemu::boot_all(&boots)?) {

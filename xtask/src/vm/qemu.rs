@@ -34,6 +34,21 @@ pub struct Boot<'a> {
     pub label: &'a str,
     /// The guest's clock.
     pub clock: Clock,
+    /// Booted by UEFI firmware instead of by QEMU itself: `kernel`, `initramfs` and `append`
+    /// are then for the boot loader's configuration to name, not passed to QEMU.
+    pub uefi: Option<Uefi<'a>>,
+}
+
+/// UEFI firmware with Secure Boot enforced (OVMF, which needs SMM for it) that boots from an
+/// EFI system partition on a second disk.
+#[derive(Clone, Copy, Debug)]
+pub struct Uefi<'a> {
+    /// OVMF's code.
+    pub code: &'a Path,
+    /// Its variables: keys, the MOK list; the firmware writes to them, so a copy per boot.
+    pub vars: &'a Path,
+    /// The disk holding the EFI system partition, which the firmware boots.
+    pub esp: &'a Path,
 }
 
 /// What the guest's clock counts.
@@ -94,7 +109,7 @@ const TCG_CPU: &str = "max,la57=off";
 
 fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-machine", "pc", "-no-reboot", "-nodefaults"])
+    cmd.args(["-machine", if boot.uefi.is_some() { "q35,smm=on" } else { "pc" }, "-no-reboot", "-nodefaults"])
         .args(["-smp", &boot.cpus.to_string(), "-m", &boot.memory_mb.to_string()])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
         .args(match (kvm, boot.clock) {
@@ -104,35 +119,42 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
             (true, Clock::Host) => vec!["-accel", "kvm", "-cpu", "host"],
             (false, Clock::Host) => vec!["-accel", "tcg", "-cpu", TCG_CPU],
         })
-        .arg("-kernel")
-        .arg(boot.kernel)
-        .arg("-initrd")
-        .arg(boot.initramfs)
-        .args(
-            boot.disk
-                .map(|disk| {
-                    let mut drive = std::ffi::OsString::from("file=");
-                    drive.push(disk);
-                    drive.push(",if=virtio,format=raw,snapshot=on");
-                    ["-drive".into(), drive]
-                })
-                .into_iter()
-                .flatten(),
-        )
-        .arg("-append")
-        // tsc=reliable: under emulation the timer ticks the clocksource watchdog checks the TSC
-        // against arrive late, and it would switch the guest to jiffies (4 ms resolution) in
-        // the middle of a measurement. QEMU's TSC follows the host clock.
-        .arg(format!("console=ttyS0 panic=-1 oops=panic quiet tsc=reliable {}", boot.append))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .args(boot.disk.map(|disk| ["-drive".into(), drive(disk, ",if=virtio")]).into_iter().flatten());
+    match boot.uefi {
+        None => {
+            cmd.arg("-kernel")
+                .arg(boot.kernel)
+                .arg("-initrd")
+                .arg(boot.initramfs)
+                .arg("-append")
+                .arg(command_line(boot.append));
+        }
+        Some(uefi) => {
+            let mut code = std::ffi::OsString::from("if=pflash,format=raw,unit=0,readonly=on,file=");
+            code.push(uefi.code);
+            let mut vars = std::ffi::OsString::from("if=pflash,format=raw,unit=1,file=");
+            vars.push(uefi.vars);
+            // Only SMM may write the variables, so that the OS cannot change Secure Boot's
+            // keys; no S3, which OVMF's SMM does not support.
+            cmd.args(["-global", "driver=cfi.pflash01,property=secure,value=on", "-global", "ICH9-LPC.disable_s3=1"])
+                .arg("-drive")
+                .arg(code)
+                .arg("-drive")
+                .arg(vars)
+                .arg("-drive")
+                .arg(drive(uefi.esp, ",if=none,id=esp"))
+                .args(["-device", "virtio-blk-pci,drive=esp,bootindex=0"]);
+        }
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let started = match boot.uefi {
+        None => format!("-kernel {} -initrd {}", boot.kernel.display(), boot.initramfs.display()),
+        Some(uefi) => format!("UEFI Secure Boot from {}: {}", uefi.esp.display(), boot.kernel.display()),
+    };
     eprintln!(
-        "$ qemu-system-x86_64 ({}, {}) -kernel {} -initrd {} -append '{}'",
+        "$ qemu-system-x86_64 ({}, {}) {started} -append '{}'",
         boot.label,
         if kvm { "kvm" } else { "tcg" },
-        boot.kernel.display(),
-        boot.initramfs.display(),
         boot.append
     );
     let mut child = cmd.spawn().map_err(|e| format!("cannot run qemu-system-x86_64: {e}"))?;
@@ -195,6 +217,24 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
             tail(&text)
         )),
     }
+}
+
+/// A raw disk image for `-drive`, the guest's writes going to a throwaway overlay; `options`
+/// says how it is attached.
+fn drive(disk: &Path, options: &str) -> std::ffi::OsString {
+    let mut drive = std::ffi::OsString::from("file=");
+    drive.push(disk);
+    drive.push(",format=raw,snapshot=on");
+    drive.push(options);
+    drive
+}
+
+/// The kernel command line of every boot, before `append`. tsc=reliable: under emulation the
+/// timer ticks the clocksource watchdog checks the TSC against arrive late, and it would switch
+/// the guest to jiffies (4 ms resolution) in the middle of a measurement. QEMU's TSC follows the
+/// host clock.
+pub fn command_line(append: &str) -> String {
+    format!("console=ttyS0 panic=-1 oops=panic quiet tsc=reliable {append}")
 }
 
 /// A console line as the guest's programs wrote it: without the serial console's carriage
@@ -276,6 +316,7 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
         cpus: 1,
         label: "kvm-probe",
         clock: Clock::Host,
+        uefi: None,
     };
     let works = run(&probe, true).is_ok_and(|out| ktap::parse(&out).check().is_ok());
     eprintln!("xtask: KVM {}", if works { "works" } else { "does not work here; using TCG" });
