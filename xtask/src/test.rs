@@ -22,9 +22,20 @@ pub fn run(options: &flags::Test) -> Result {
     // The Debian 13 root a cold run makes (mmdebstrap: downloads and unpacking, a few minutes)
     // is made meanwhile, while the workspace builds and tests use the CPUs.
     let debian_root = prepare_root(kernels)?;
+    let mut kernel = None;
     let workspace = (|| {
-        phases.time("fmt, clippy, panic check", || {
+        phases.time("fmt, the CLI and the test keys", || {
             Cmd::cargo().args(["fmt", "--all", "--check"]).dir(&root).run()?;
+            // The debug kernel, the longest build of a cold run, builds from here on at a lower
+            // priority, on what the other parts leave of the two cores: the single-threaded
+            // stretches of the workspace parts (fuzzing, tests, links) and the one-vCPU VMs on
+            // Debian's kernel. A failure anywhere stops it.
+            if kernels.test() {
+                kernel = Some(build_kernel_meanwhile()?);
+            }
+            Ok(())
+        })?;
+        phases.time("clippy, panic check", || {
             Cmd::cargo()
                 .args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
                 .dir(&root)
@@ -37,42 +48,36 @@ pub fn run(options: &flags::Test) -> Result {
         phases.time("fuzz smoke", fuzz::smoke)
     })();
     if workspace.is_err() {
+        cmd::stop_background_work();
         // Nothing is left running behind the failure (mmdebstrap would outlive this process).
         eprintln!("xtask: waiting for the Debian 13 root being made before stopping");
     }
     let debian_root = joined(debian_root, "preparing the Debian 13 root");
     workspace?;
-    debian_root?;
-    // The debug kernel, the longest build of a cold run, builds meanwhile at a lower priority,
-    // on what the parts on Debian's kernel leave of the two cores. Not during the workspace
-    // parts: those keep both cores busy (a cold run's kernel got 200 of its 1,650 objects built
-    // there), and a failure there would have to wait for the build to end.
-    let kernel = if kernels.test() { Some(build_kernel_meanwhile()?) } else { None };
-    // Debian's kernel first: its parts need nothing of the kernel still building.
-    let debian = if kernels.debian() {
-        phases
+    debian_root.inspect_err(|_| cmd::stop_background_work())?;
+    // Debian's kernel first: its parts need nothing of the kernel still building. Then the bench
+    // smoke (build, boot, every suite on the instruction clock, the report; on Debian's kernel,
+    // where the boot suite's system runs and where the exec suites run the same code as on the
+    // test kernel): its timings are not asserted on, only that every suite produced well-formed
+    // rows; its single-threaded parts leave the kernel build a core.
+    if kernels.debian() {
+        let debian = phases
             .time("Debian 7.2: VM suite and stress", || {
                 deps::ensure(vm::VM_PACKAGES)?;
                 vm::debian_suites(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
             })
             .and_then(|()| phases.time("signed Debian 13 system", distro::test))
-    } else {
-        Ok(())
-    };
-    let kernel = kernel.map(|kernel| phases.time("waiting for the debug kernel", || joined(kernel, KERNEL_BUILD)));
-    debian?;
-    if let Some(kernel) = kernel {
-        kernel?;
-        phases.time("VM suite (debug kernel)", || vm_suite(Kernels::Test))?;
-        phases.time("dkms build", dkms_build)?;
-        phases.time("stress (debug kernel)", || stress::stress(stress::QUICK_SECONDS))?;
+            .and_then(|()| phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], Kernels::Debian)));
+        debian.inspect_err(|_| cmd::stop_background_work())?;
     }
-    // A smoke run of the bench (build, boot, every suite on the instruction clock, the report; on
-    // Debian's kernel, where the boot suite's system runs and where the exec suites run the same
-    // code as on the test kernel): its timings are not asserted on, only that every suite
-    // produced well-formed rows.
-    if kernels.debian() {
-        phases.time("bench smoke", || bench::bench(BenchEffort::Smoke, &[], Kernels::Debian))?;
+    if let Some(kernel) = kernel {
+        phases.time("waiting for the debug kernel", || joined(kernel, KERNEL_BUILD))?;
+        // The suite and the stress side by side: each guest keeps about one CPU busy.
+        phases.time("VM suite and stress (debug kernel)", || {
+            deps::ensure(vm::VM_PACKAGES)?;
+            vm::test_suite(&keys::test_keys(&tools::build_cli()?)?, Some(stress::QUICK_SECONDS))
+        })?;
+        phases.time("dkms build", dkms_build)?;
     }
     phases.print();
     eprintln!("xtask: all tests passed");
@@ -151,7 +156,7 @@ fn vm_suite(kernels: Kernels) -> Result {
     deps::ensure(vm::VM_PACKAGES)?;
     let keys = keys::test_keys(&tools::build_cli()?)?;
     if kernels.test() {
-        vm::test_suite(&keys)?;
+        vm::test_suite(&keys, None)?;
     }
     if kernels.debian() {
         vm::debian_suites(&keys, None)?;

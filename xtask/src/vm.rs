@@ -29,20 +29,31 @@ pub const VM_PACKAGES: &[Need] = &[
 /// every case): builds (or reuses) the kernel and module, packs the
 /// initramfs, boots it and checks every case's result; then boots it again with `bpf` left out
 /// of the active LSMs, where the mapping guard cannot run.
-pub fn test_suite(keys: &TestKeys) -> Result {
+pub fn test_suite(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
+    let test = format!("{}=test", image::SUITE);
     let without_bpf = format!("{}=nobpf lsm=integrity", image::SUITE);
-    run_suite(Flavor::Debug, keys, &[("test", &format!("{}=test", image::SUITE), 1200), ("nobpf", &without_bpf, 600)])
+    let stress = stress_seconds.map(stress_boot);
+    let mut boots = vec![("test", test.as_str(), 1200), ("nobpf", without_bpf.as_str(), 600)];
+    if let Some((append, timeout)) = &stress {
+        boots.push(("stress", append, *timeout));
+    }
+    run_suite(Flavor::Debug, keys, &boots)
 }
 
 /// The stress suite on the debug kernel, for `seconds` of load (see
 /// crates/elfsig-guest/src/stress.rs).
 pub fn stress_suite(keys: &TestKeys, seconds: u64) -> Result {
+    let (append, timeout) = stress_boot(seconds);
+    run_suite(Flavor::Debug, keys, &[("stress", &append, timeout)])
+}
+
+/// The debug kernel's stress boot for `seconds` of load: its command line and time limit.
+fn stress_boot(seconds: u64) -> (String, u64) {
     // Boot, set-up and the final scans take a few minutes under emulation with KASAN.
     let timeout = 600 + 3 * seconds;
     // A log buffer that holds the whole run, so that no report is pushed out before the
     // checks read it.
-    let append = format!("{}=stress {}={seconds} log_buf_len=8M", image::SUITE, image::STRESS_SECONDS);
-    run_suite(Flavor::Debug, keys, &[("stress", &append, timeout)])
+    (format!("{}=stress {}={seconds} log_buf_len=8M", image::SUITE, image::STRESS_SECONDS), timeout)
 }
 
 /// Which kernels a task runs on (`--kernel test|debian-7.2`).
@@ -95,7 +106,7 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
     // the kernel was patching while the module unloaded (text_poke_bp): TCG ran the other
     // vCPU's stale translation. The test kernel covers SMP.
     let modules = debian_kernel::filesystem_modules(&kernel)?;
-    // One initramfs for both boots, one after the other.
+    // One initramfs for both boots, at once.
     let stress = stress_seconds.map(|seconds| {
         let append = format!("{}=stress {}={seconds} {distro}", image::SUITE, image::STRESS_SECONDS);
         (format!("{}-stress", debian_kernel::NAME), append, 600 + 3 * seconds)
@@ -124,8 +135,8 @@ fn run_suite(flavor: Flavor, keys: &TestKeys, boots: &[(&str, &str, u64)]) -> Re
 }
 
 /// Boots `kernel` with `cpus` vCPUs and the test initramfs around `ko` (and the kernel
-/// `modules` the guest loads first), once per `(label, append, timeout in seconds)`, and checks
-/// each report.
+/// `modules` the guest loads first), once per `(label, append, timeout in seconds)`, all at once
+/// (a suite's guest keeps about one host CPU busy, whatever its vCPUs), and checks each report.
 fn boot_suite(
     kernel: &Path,
     ko: &Path,
@@ -139,8 +150,9 @@ fn boot_suite(
     let initramfs = initramfs::test_suite(&elfsig, &guest, ko, keys, modules)?;
     let path = paths::target().join(format!("vm/{}-initramfs.cpio", boots.first().map_or("test", |b| b.0)));
     std::fs::write(&path, initramfs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    for &(label, append, timeout_secs) in boots {
-        let run = qemu::boot(&qemu::Boot {
+    let vms: Vec<qemu::Boot<'_>> = boots
+        .iter()
+        .map(|&(label, append, timeout_secs)| qemu::Boot {
             kernel,
             initramfs: &path,
             disk: None,
@@ -150,10 +162,18 @@ fn boot_suite(
             cpus,
             label,
             clock: qemu::Clock::Host,
-        })?;
-        check_report(&run.console)?;
+            uefi: None,
+        })
+        .collect();
+    // Every report, each failure said; the first failure is the error.
+    let mut failures = Vec::new();
+    for (&(label, _, _), run) in boots.iter().zip(qemu::boot_each(&vms)) {
+        eprintln!("xtask: {label}:");
+        if let Err(e) = run.and_then(|run| check_report(&run.console)) {
+            failures.push(format!("{label}: {e}"));
+        }
     }
-    Ok(())
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n")) }
 }
 
 /// Checks the guest's KTAP report: the run finished, every planned case was reported, none
