@@ -129,11 +129,15 @@ pub const DISTRO_CHECK: &str = "elfsig_check";
 /// Debian system: `initramfs-tools` or `dracut` (what its hook writes in
 /// `/run/elfsig-initramfs`).
 pub const DISTRO_INITRAMFS: &str = "elfsig_initramfs";
+/// The kernel command line word (`on`) that says the Debian system was booted through UEFI
+/// firmware with Secure Boot enforced, shim and grub, and must show it.
+pub const DISTRO_SECURE_BOOT: &str = "elfsig_secure_boot";
 /// In the Debian system's permissive boot, each file that would have been refused is a
 /// diagnostic line starting with this, followed by the path and the cause in parentheses.
 pub const TO_SIGN: &str = "to sign: ";
 /// The kernel command line word that starts the `boot` bench in the Debian system:
-/// `CONFIG,RUN`, the configuration booted (`baseline`, `elfsig`, `ima`) and the run it belongs to.
+/// `CONFIG,RUN`, the configuration booted (`baseline`, `elfsig`, `ima`) and the run it belongs to,
+/// then `,smoke` in a smoke run, which times the workload's first case only.
 pub const BOOT_BENCH: &str = "elfsig_bench";
 /// The `boot` bench's program in the Debian system (`elfsig-bench boot`, static).
 pub const BOOT_BENCH_PROGRAM: &str = "/usr/local/libexec/elfsig-bench";

@@ -65,7 +65,8 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
                 .iter()
                 .map(|(config, run)| {
                     let off = if *config == "elfsig" { "" } else { " elfsig=off" };
-                    format!("{} {BOOT_BENCH}={config},{run}{off}", distro::ROOT)
+                    let smoke = if effort == BenchEffort::Smoke { ",smoke" } else { "" };
+                    format!("{} {BOOT_BENCH}={config},{run}{smoke}{off}", distro::ROOT)
                 })
                 .collect();
             let boots: Vec<qemu::Boot<'_>> = labels
