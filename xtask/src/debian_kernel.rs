@@ -61,7 +61,10 @@ const BUILD_PACKAGES: &[&str] = &[
 /// procps, iproute2, less, e2fsprogs, sudo, ping, setcap, ssh), what booting it the way users
 /// do takes (initramfs-tools, and dracut for the module's early-boot hooks; zstd, which both
 /// compress with), and what the build root had beside the build's own tools (openssl, kmod,
-/// cpio, xz-utils), which a Debian system has.
+/// cpio, xz-utils), which a Debian system has; what a Debian host with Secure Boot boots through
+/// (Debian's signed shim and grub, and mokutil, with which an administrator enrols DKMS's key),
+/// and virt-fw-vars (python3-virt-firmware), with which the test enrols it in the firmware's
+/// variables instead of MokManager's screen.
 const SYSTEM_PACKAGES: &[&str] = &[
     "systemd-sysv",
     "udev",
@@ -81,6 +84,10 @@ const SYSTEM_PACKAGES: &[&str] = &[
     "kmod",
     "cpio",
     "xz-utils",
+    "shim-signed",
+    "grub-efi-amd64-signed",
+    "mokutil",
+    "python3-virt-firmware",
 ];
 
 /// README's Debian 13 section's two `apt install` commands, which make the root what it is.

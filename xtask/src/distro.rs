@@ -6,17 +6,20 @@
 //! `update-initramfs` makes, which loads the module by the hook in `kmod/boot/` (enforcing,
 //! locked) and attaches the mapping guard; systemd boots it, and a unit runs the checks (a
 //! workload, then the refusals: crates/elfsig-guest/src/distro.rs), and again with the
-//! initramfs dracut makes with `kmod/boot/dracut/`. Then the same system unsigned boots in
-//! permissive mode, and every file that would have been refused is listed: what an
-//! administrator does before switching to enforce.
+//! initramfs dracut makes with `kmod/boot/dracut/`. The first of the two boots as a Debian host
+//! with Secure Boot does (`secure_boot`): UEFI firmware, Debian's signed shim and grub, the
+//! kernel locked down, the module loaded because DKMS signed it with the MOK key the firmware
+//! holds. Then the same system unsigned boots in permissive mode, and every file that would
+//! have been refused is listed: what an administrator does before switching to enforce.
 
 mod bench;
 pub mod image;
+mod secure_boot;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
+use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, TO_SIGN};
 
 use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::TestKeys;
@@ -55,7 +58,7 @@ impl Inputs {
         Ok(Inputs { debian, keys, certs, elfsig, guard, guest, bench })
     }
 
-    fn make(&self, variant: image::Variant<'_>, dracut: bool) -> Result<image::Image> {
+    fn make(&self, variant: image::Variant<'_>, for_checks: bool) -> Result<image::Image> {
         let parts = image::Parts {
             elfsig: &self.elfsig,
             guard: &self.guard,
@@ -63,12 +66,20 @@ impl Inputs {
             bench: &self.bench,
             certs: &self.certs,
         };
-        image::make(&self.debian, &parts, variant, dracut)
+        image::make(&self.debian, &parts, variant, for_checks)
     }
 }
 
 /// What making the images needs on this machine besides the Debian 13 root's.
-pub const HOST_TOOLS: &[deps::Need] = &[deps::Need::Deb("rsync"), deps::Need::Deb("e2fsprogs")];
+pub const HOST_TOOLS: &[deps::Need] = &[
+    deps::Need::Deb("rsync"),
+    deps::Need::Deb("e2fsprogs"),
+    // Secure Boot: the firmware, and what makes its EFI system partition without a mount.
+    deps::Need::Deb("ovmf"),
+    deps::Need::Deb("gdisk"),
+    deps::Need::Deb("dosfstools"),
+    deps::Need::Deb("mtools"),
+];
 
 /// The signed image made in this process, if any: `cargo xtask test`'s bench smoke boots the
 /// one the checks booted (every boot writes to a copy-on-write snapshot, never to the image).
@@ -97,11 +108,16 @@ pub fn test() -> Result {
     // fails: each says something the other does not.
     let check = format!("{ROOT} {DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=");
     let dracut_initrd = signed.dracut_initrd.as_deref().ok_or("no dracut initramfs")?;
-    let (with_tools, with_dracut) = (format!("{check}initramfs-tools"), format!("{check}dracut"));
-    let boots = [
-        system_boot(&signed, &signed.initrd, "distro-enforce", &with_tools),
-        system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut),
-    ];
+    let with_tools = format!("{check}initramfs-tools {DISTRO_SECURE_BOOT}=on");
+    let with_dracut = format!("{check}dracut");
+    // initramfs-tools' the way a Debian host with Secure Boot boots: through the firmware, shim
+    // and grub, which start the kernel and initramfs in the image's /boot.
+    let firmware = signed.firmware.as_ref().ok_or("no firmware for Secure Boot")?;
+    let dir = paths::target().join("distro");
+    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", image::FS_UUID, &with_tools)?;
+    let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &with_tools);
+    secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
+    let boots = [secure, system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut)];
     let checked: Vec<Result> =
         qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
     let [enforced, dracut]: [Result; 2] =

@@ -11,8 +11,10 @@ use std::os::unix::fs::PermissionsExt;
 use elfsig_control::Mode;
 use elfsig_guest::debian::{self, WORKLOAD, booted, module_state, run_case, sh, shell_runs, system_state};
 use elfsig_guest::harness::{self, Context, Stats, Suite, ensure};
-use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, TO_SIGN};
+use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, TO_SIGN};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
+
+use crate::secure_boot;
 
 /// Where the checks put their files: on the root file system, as a user's would be.
 const WORK: &str = "/root/elfsig-check";
@@ -157,6 +159,13 @@ fn enforce() {
         ensure(by.trim() == expected, || format!("loaded by {:?}, expected {expected:?}", by.trim()))?;
         module_state(Mode::Enforce, true)
     });
+    if elfsig_guest::cmdline(DISTRO_SECURE_BOOT).as_deref() == Some("on") {
+        suite.case("Secure Boot: enforced by the firmware, the kernel locked down", secure_boot::enforced);
+        suite.case(
+            "Secure Boot: the module signed with DKMS's MOK key, which the firmware holds; an unsigned module refused",
+            secure_boot::module_signed_by_the_mok,
+        );
+    }
     suite.case("elfsig.service, for hosts that load the module later, changed nothing", || {
         shell_runs("systemctl show -p ActiveState elfsig.service", "ActiveState=active")?;
         shell_runs("systemctl show -p Result elfsig.service", "Result=success")

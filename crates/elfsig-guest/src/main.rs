@@ -7,6 +7,7 @@ mod cases;
 mod distro;
 mod fuse;
 mod mapping;
+mod secure_boot;
 mod stress;
 mod tamper;
 mod unprivileged;

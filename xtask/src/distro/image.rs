@@ -55,8 +55,10 @@ pub struct Image {
     pub disk: PathBuf,
     /// Its initramfs, which `update-initramfs` made inside it.
     pub initrd: PathBuf,
-    /// The same made by dracut, with `kmod/boot/dracut/` (the signed system only).
+    /// The same made by dracut, with `kmod/boot/dracut/` (the signed system's checks only).
     pub dracut_initrd: Option<PathBuf>,
+    /// What the firmware needs to boot it with Secure Boot (the signed system's checks only).
+    pub firmware: Option<super::secure_boot::Firmware>,
 }
 
 /// The UUID of the image's file system (IMA policies name it).
@@ -67,8 +69,9 @@ const FS_LABEL: &str = "elfsig-root";
 const CHECK_PROGRAM: &str = "usr/local/libexec/elfsig-check";
 
 /// Makes the image of `variant` from the Debian 13 root, in target/distro/; for the signed
-/// system, also dracut's initramfs when `dracut` (the checks boot it; the bench does not).
-pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, dracut: bool) -> Result<Image> {
+/// system's checks (`for_checks`, not the bench), also dracut's initramfs and the firmware's
+/// side of a Secure Boot.
+pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_checks: bool) -> Result<Image> {
     let name = match variant {
         Variant::Signed(_) => "signed",
         Variant::Unsigned => "unsigned",
@@ -92,6 +95,10 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, drac
     let release = debian_kernel::RELEASE;
     install(&root, parts, variant)?;
     dkms_install(&root, &debian.root, parts.certs)?;
+    let firmware = match variant {
+        Variant::Signed(_) if for_checks => Some(super::secure_boot::prepare(&root, &dir, name)?),
+        _ => None,
+    };
     if let Variant::Signed(key) = variant {
         super::bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
@@ -102,7 +109,7 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, drac
     fs::copy(root.join(format!("boot/initrd.img-{release}")), &initrd)
         .map_err(|e| format!("cannot copy the initramfs: {e}"))?;
     let dracut_initrd = match variant {
-        Variant::Signed(_) if !dracut => None,
+        Variant::Signed(_) if !for_checks => None,
         Variant::Signed(_) => Some(dracut_initramfs(&root, release, &dir.join(format!("{name}-dracut.img")))?),
         Variant::Unsigned => {
             hooks_refuse_a_kernel_without_the_module(&root, release)?;
@@ -113,7 +120,7 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, drac
     ext4(&root, &disk)?;
     // Everything is in the image now.
     fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
-    Ok(Image { kernel: debian.vmlinuz.clone(), disk, initrd, dracut_initrd })
+    Ok(Image { kernel: debian.vmlinuz.clone(), disk, initrd, dracut_initrd, firmware })
 }
 
 /// README's command that builds and installs the module for Debian's kernel.

@@ -118,8 +118,20 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
             }
             (true, Clock::Host) => vec!["-accel", "kvm", "-cpu", "host"],
             (false, Clock::Host) => vec!["-accel", "tcg", "-cpu", TCG_CPU],
-        })
-        .args(boot.disk.map(|disk| ["-drive".into(), drive(disk, ",if=virtio")]).into_iter().flatten());
+        });
+    match (boot.disk, boot.uefi) {
+        (Some(disk), None) => {
+            cmd.arg("-drive").arg(drive(disk, ",if=virtio"));
+        }
+        // In the boot order too, after the ESP: OVMF connects only the disks the order names,
+        // and grub would not see the root file system.
+        (Some(disk), Some(_)) => {
+            cmd.arg("-drive")
+                .arg(drive(disk, ",if=none,id=root"))
+                .args(["-device", "virtio-blk-pci,drive=root,bootindex=1"]);
+        }
+        (None, _) => {}
+    }
     match boot.uefi {
         None => {
             cmd.arg("-kernel")
