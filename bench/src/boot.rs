@@ -57,14 +57,8 @@ pub(crate) fn load_ima() {
 
 fn run() -> Result<(), String> {
     let word = elfsig_guest::cmdline(image::BOOT_BENCH).ok_or("no elfsig_bench= on the kernel command line")?;
-    let mut fields = word.split(',');
-    let (config, run, smoke) =
-        match (fields.next(), fields.next().map(str::parse::<usize>), fields.next(), fields.next()) {
-            (Some(config), Some(Ok(run)), effort @ (None | Some("smoke")), None) => {
-                (config.to_owned(), run, effort.is_some())
-            }
-            _ => return Err(format!("{}={word}: expected CONFIG,RUN or CONFIG,RUN,smoke", image::BOOT_BENCH)),
-        };
+    let (config, run, smoke) = boot_word(&word)
+        .ok_or_else(|| format!("{}={word}: expected CONFIG,RUN or CONFIG,RUN,smoke", image::BOOT_BENCH))?;
     debian::booted()?;
     let (before_systemd, finished) = systemd_times()?;
     configured_as(&config)?;
@@ -103,6 +97,17 @@ fn run() -> Result<(), String> {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
     }
     Ok(())
+}
+
+/// The configuration, the run and whether it is a smoke run, from [`image::BOOT_BENCH`]'s value.
+fn boot_word(word: &str) -> Option<(String, usize, bool)> {
+    let mut fields = word.split(',');
+    match (fields.next(), fields.next().map(str::parse::<usize>), fields.next(), fields.next()) {
+        (Some(config), Some(Ok(run)), effort @ (None | Some("smoke")), None) if !config.is_empty() => {
+            Some((config.to_owned(), run, effort.is_some()))
+        }
+        _ => None,
+    }
 }
 
 /// When systemd started, and when it reached its default target: seconds since the kernel
@@ -189,6 +194,15 @@ fn ima_appraises(config: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernel_command_line_word_names_a_configuration_a_run_and_maybe_a_smoke() {
+        assert_eq!(boot_word("elfsig,3"), Some(("elfsig".to_owned(), 3, false)));
+        assert_eq!(boot_word("ima,0,smoke"), Some(("ima".to_owned(), 0, true)));
+        for bad in ["", "elfsig", ",1", "elfsig,", "elfsig,x", "elfsig,1,quick", "elfsig,1,smoke,", "elfsig,-1"] {
+            assert_eq!(boot_word(bad), None, "{bad:?}");
+        }
+    }
 
     /// The unit's copy of the counters can fail silently (its shell hides why); an empty or
     /// partial copy must fail the run, not read as a boot that verified nothing.

@@ -200,7 +200,28 @@ fn cargo_at_least(version: &str, wanted: (u32, u32)) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::cargo_at_least;
+    use super::{Cmd, cargo_at_least, stop_background_work};
+
+    /// The only test here that stops background work: from then on this process refuses to
+    /// start stoppable commands.
+    #[test]
+    fn stopping_background_work_ends_it_and_refuses_more() {
+        let running = std::thread::spawn(|| Cmd::new("sleep").arg("60").stoppable().run());
+        let started = std::time::Instant::now();
+        while super::STOPPABLE.lock().unwrap().pids.is_empty() {
+            assert!(started.elapsed().as_secs() < 30, "sleep never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        stop_background_work();
+        let ended = running.join().unwrap();
+        assert!(ended.is_err_and(|e| e.contains("failed")), "a stopped command must fail");
+        assert!(started.elapsed().as_secs() < 30, "the command was not stopped");
+        assert!(super::STOPPABLE.lock().unwrap().pids.is_empty());
+        let refused = Cmd::new("true").stoppable().run();
+        assert!(refused.is_err_and(|e| e.contains("not run")));
+        // Other commands are not affected.
+        assert!(Cmd::new("true").run().is_ok());
+    }
 
     #[test]
     fn cargo_versions_are_compared_by_major_then_minor() {

@@ -18,7 +18,8 @@ use crate::cmd::Cmd;
 use crate::vm::qemu;
 use crate::{Result, chroot, debian_kernel};
 
-/// OVMF built with Secure Boot (`ovmf`, in `super::HOST_TOOLS` with the tools the ESP takes) (and the SMM it needs to protect its variables).
+/// OVMF built with Secure Boot and the SMM that protects its variables (package `ovmf`, in
+/// `super::HOST_TOOLS` with the tools that make the ESP).
 const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
 /// Its variables with Microsoft's keys enrolled and Secure Boot enforced.
 const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
