@@ -106,7 +106,7 @@ pub fn test() -> Result {
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at
     // once (the disk is a copy-on-write snapshot for each). Both are checked even when one
     // fails: each says something the other does not.
-    let check = format!("{ROOT} {DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=");
+    let check = format!("{} {DISTRO_CHECK}=enforce {DISTRO_INITRAMFS}=", root(disk(&signed)));
     let dracut_initrd = signed.dracut_initrd.as_deref().ok_or("no dracut initramfs")?;
     let with_tools = format!("{check}initramfs-tools {DISTRO_SECURE_BOOT}=on");
     let with_dracut = format!("{check}dracut");
@@ -137,16 +137,23 @@ pub fn test() -> Result {
     }
 }
 
-/// What boots the image: the root file system on the virtio disk.
-pub const ROOT: &str = "root=/dev/vda rw rootfstype=ext4";
+/// The kernel command line's words that mount the image on `disk` as the root file system.
+pub fn root(disk: qemu::Disk<'_>) -> String {
+    format!("root={} rw rootfstype=ext4", disk.device())
+}
+
+/// How the checks attach the image: a virtio disk, as a VM's disk normally is.
+fn disk(image: &image::Image) -> qemu::Disk<'_> {
+    qemu::Disk::Virtio(&image.disk)
+}
 
 /// A boot of `image` with `initrd` (its own or dracut's) on Debian's kernel, `append` holding
-/// [`ROOT`]. One vCPU, as Debian's kernel's other VMs (`vm::DEBIAN_CPUS` says why).
+/// [`root`]. One vCPU, as Debian's kernel's other VMs (`vm::DEBIAN_CPUS` says why).
 fn system_boot<'a>(image: &'a image::Image, initrd: &'a Path, label: &'a str, append: &'a str) -> qemu::Boot<'a> {
     qemu::Boot {
         kernel: &image.kernel,
         initramfs: initrd,
-        disk: Some(&image.disk),
+        disk: Some(disk(image)),
         append,
         timeout_secs: 1200,
         memory_mb: 2048,
@@ -159,7 +166,7 @@ fn system_boot<'a>(image: &'a image::Image, initrd: &'a Path, label: &'a str, ap
 
 /// Boots `image` and checks the report; returns the console.
 fn boot(image: &image::Image, label: &str, append: &str) -> Result<String> {
-    let append = format!("{ROOT} {append}");
+    let append = format!("{} {append}", root(disk(image)));
     let run = qemu::boot(&system_boot(image, &image.initrd, label, &append))?;
     vm::check_report(&run.console)?;
     Ok(run.console)

@@ -132,8 +132,9 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
             "**Figure: instructions.** The guests ran with `-icount shift=0,sleep=off`: their clock advanced 1 ns \
              for every instruction they executed, so every time below counts instructions (1 µs reads 1,000 \
              instructions, 1 s a billion), and the host's load cannot move it: a repeat run reproduces it. What \
-             it leaves out is what instructions do not say: the host's caches and memory, I/O the host completes \
-             in its own time (the boot suite's disk), and emulation's own costs. The verdicts below rest on this \
+             it leaves out is what instructions do not say: the host's caches and memory, and emulation's own \
+             costs (the boot suite's root file system is on an NVDIMM, read by memory copies the guest \
+             executes, so that no I/O completes in the host's own time). The verdicts below rest on this \
              figure.\n\n"
         }
         crate::vm::qemu::Clock::Host => {

@@ -3,8 +3,8 @@
 //! the kernel command line asks; for the `ima` configuration, evmctl's `security.ima` signature
 //! on every file IMA will appraise, made after elfsig's signing with the same key, IMA's
 //! certificate and policy, and an initramfs-tools script that loads them before the root file
-//! system runs anything (as dracut's integrity module does on the distributions that use it).
-//! Inert in every other boot.
+//! system runs anything (as dracut's integrity module does on the distributions that use it);
+//! the drivers of the NVDIMM the bench's root file system is on. Inert in every other boot.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -30,9 +30,11 @@ fn policy() -> String {
     )
 }
 
-/// The initramfs-tools hook: the program, certificate and policy into the initramfs.
+/// The initramfs-tools hook: the program, certificate and policy into the initramfs, and the
+/// drivers of the NVDIMM the bench boots from (ACPI's table of it, and its block device), which
+/// udev loads when the machine has one.
 const HOOK: &str = r#"#!/bin/sh
-# elfsig's boot bench: what scripts/init-top/elfsig-bench-ima needs.
+# elfsig's boot bench: what scripts/init-top/elfsig-bench-ima needs, and the root on an NVDIMM.
 PREREQ=""
 prereqs() { echo "$PREREQ"; }
 case "$1" in
@@ -45,6 +47,7 @@ copy_file policy @POLICY@
 for file in @PROGRAM@ @CERT@ @POLICY@; do
 	[ -e "${DESTDIR}${file}" ] || { echo "E: elfsig-bench: ${file} is not in the initramfs" >&2; exit 1; }
 done
+manual_add_modules nfit nd_pmem
 exit 0
 "#;
 
@@ -100,9 +103,9 @@ pub fn install(root: &Path, program: &Path, key: &KeyPair) -> Result {
             .replace("@WORD@", BOOT_BENCH)
     };
     let tools = root.join("etc/initramfs-tools");
-    write(&tools.join("hooks/elfsig-bench-ima"), &fill(HOOK))?;
+    write(&tools.join("hooks/elfsig-bench"), &fill(HOOK))?;
     write(&tools.join("scripts/init-top/elfsig-bench-ima"), &fill(SCRIPT))?;
-    for script in ["hooks/elfsig-bench-ima", "scripts/init-top/elfsig-bench-ima"] {
+    for script in ["hooks/elfsig-bench", "scripts/init-top/elfsig-bench-ima"] {
         let path = tools.join(script);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;

@@ -19,9 +19,9 @@ pub struct Boot<'a> {
     pub kernel: &'a Path,
     /// The initramfs.
     pub initramfs: &'a Path,
-    /// A raw disk image, as `/dev/vda`; the guest's writes go to a throwaway overlay, so the
-    /// image stays as it was and several VMs can boot it at once.
-    pub disk: Option<&'a Path>,
+    /// A raw disk image; the guest's writes go to a throwaway copy, so the image stays as it
+    /// was and several VMs can boot it at once.
+    pub disk: Option<Disk<'a>>,
     /// Extra kernel command line.
     pub append: &'a str,
     /// Kill the VM after this long.
@@ -37,6 +37,33 @@ pub struct Boot<'a> {
     /// Booted by UEFI firmware instead of by QEMU itself: `kernel`, `initramfs` and `append`
     /// are then for the boot loader's configuration to name, not passed to QEMU.
     pub uefi: Option<Uefi<'a>>,
+}
+
+/// How the guest sees a raw disk image.
+#[derive(Clone, Copy, Debug)]
+pub enum Disk<'a> {
+    /// A virtio disk, `/dev/vda`, as a VM's disk normally is. Its reads and writes are I/O
+    /// that QEMU completes in its own time, on other threads: under [`Clock::Instructions`]
+    /// the guest's clock jumps over the waits, and the instructions a boot counts change from
+    /// one boot to the next with what ran meanwhile.
+    Virtio(&'a Path),
+    /// An NVDIMM (persistent memory), `/dev/pmem0` (ACPI's `nfit` and `nd_pmem` drivers): the
+    /// image mapped into the guest's physical memory, privately (its writes stay in QEMU's
+    /// memory). Reading it is copying memory, counted as instructions like any other, and
+    /// flushing it is a barrier: no I/O the host completes in its own time remains, so a boot
+    /// counts the same instructions whatever the host does. The guest memory it takes is the
+    /// image's size, beside `memory_mb`.
+    Nvdimm(&'a Path),
+}
+
+impl Disk<'_> {
+    /// The block device the guest sees.
+    pub fn device(&self) -> &'static str {
+        match self {
+            Disk::Virtio(_) => "/dev/vda",
+            Disk::Nvdimm(_) => "/dev/pmem0",
+        }
+    }
 }
 
 /// UEFI firmware with Secure Boot enforced (OVMF, which needs SMM for it) that boots from an
@@ -61,7 +88,8 @@ pub enum Clock {
     /// for every instruction the guest executes (one vCPU at a time, on one host thread), and
     /// skips time the guest would spend idle straight to its next timer. A timing read in the
     /// guest counts the instructions executed, whatever else the host is doing; only I/O that
-    /// the host completes in its own time (a disk) can still move it.
+    /// the host completes in its own time (a virtio disk: [`Disk::Nvdimm`] has none) can
+    /// still move it.
     Instructions,
 }
 
@@ -109,9 +137,13 @@ const TCG_CPU: &str = "max,la57=off";
 
 fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-machine", if boot.uefi.is_some() { "q35,smm=on" } else { "pc" }, "-no-reboot", "-nodefaults"])
-        .args(["-smp", &boot.cpus.to_string(), "-m", &boot.memory_mb.to_string()])
-        .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
+    let machine = match (boot.uefi, boot.disk) {
+        (Some(_), _) => "q35,smm=on",
+        (None, Some(Disk::Nvdimm(_))) => "pc,nvdimm=on",
+        (None, _) => "pc",
+    };
+    cmd.args(["-machine", machine, "-no-reboot", "-nodefaults"])
+        .args(["-smp", &boot.cpus.to_string(), "-display", "none", "-serial", "stdio", "-monitor", "none"])
         .args(match (kvm, boot.clock) {
             (_, Clock::Instructions) => {
                 vec!["-accel", "tcg,thread=single", "-cpu", TCG_CPU, "-icount", "shift=0,sleep=off,align=off"]
@@ -119,19 +151,34 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
             (true, Clock::Host) => vec!["-accel", "kvm", "-cpu", "host"],
             (false, Clock::Host) => vec!["-accel", "tcg", "-cpu", TCG_CPU],
         });
+    let mut memory = boot.memory_mb.to_string();
     match (boot.disk, boot.uefi) {
-        (Some(disk), None) => {
+        (None, _) => {}
+        (Some(Disk::Virtio(disk)), None) => {
             cmd.arg("-drive").arg(drive(disk, ",if=virtio"));
         }
         // In the boot order too, after the ESP: OVMF connects only the disks the order names,
         // and grub would not see the root file system.
-        (Some(disk), Some(_)) => {
+        (Some(Disk::Virtio(disk)), Some(_)) => {
             cmd.arg("-drive")
                 .arg(drive(disk, ",if=none,id=root"))
                 .args(["-device", "virtio-blk-pci,drive=root,bootindex=1"]);
         }
-        (None, _) => {}
+        (Some(Disk::Nvdimm(_)), Some(_)) => return Err(format!("{}: an NVDIMM is not a UEFI boot disk", boot.label)),
+        (Some(Disk::Nvdimm(disk)), None) => {
+            let size = std::fs::metadata(disk).map_err(|e| format!("cannot stat {}: {e}", disk.display()))?.len();
+            // QEMU maps whole pages of the file, and no more than it holds.
+            let size = size & !0xfff;
+            let mut backend = std::ffi::OsString::from("memory-backend-file,id=root,share=off,size=");
+            backend.push(size.to_string());
+            backend.push(",mem-path=");
+            backend.push(disk);
+            let max_mb = u64::from(boot.memory_mb) + size.div_ceil(1 << 20);
+            memory = format!("{},slots=1,maxmem={max_mb}M", boot.memory_mb);
+            cmd.arg("-object").arg(backend).args(["-device", "nvdimm,memdev=root,id=pmem"]);
+        }
     }
+    cmd.args(["-m", &memory]);
     match boot.uefi {
         None => {
             cmd.arg("-kernel")
