@@ -199,18 +199,31 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
                 extra: format!(" {}=distro", image::KERNEL),
             });
         }
-        // A smoke run boots one VM per kernel, the kernels side by side; a measuring run, two
-        // per kernel, one kernel after the other.
-        let mut measured = Vec::new();
-        if effort == BenchEffort::Smoke {
-            measured = run_vms(&guests, effort, &vm_suites, clock)?;
-        } else {
-            for one in &guests {
-                measured.extend(run_vms(std::slice::from_ref(one), effort, &vm_suites, clock)?);
-            }
-        }
+        // A smoke run boots one VM per kernel, the kernels side by side, and the boot suite's
+        // VMs beside them (nothing is timed: one VM of one vCPU would leave a host CPU idle); a
+        // measuring run, two VMs per kernel, one kernel after the other, then the boot suite.
+        let (mut measured, booted) = std::thread::scope(|scope| {
+            let boot_meanwhile = boot_image.as_ref().filter(|_| effort == BenchEffort::Smoke);
+            let booting = boot_meanwhile.map(|image| scope.spawn(move || measure_boot(image, effort, clock)));
+            let mut measured = Vec::new();
+            let vms = if effort == BenchEffort::Smoke {
+                run_vms(&guests, effort, &vm_suites, clock).map(|runs| measured = runs)
+            } else {
+                guests.iter().try_for_each(|one| {
+                    measured.extend(run_vms(std::slice::from_ref(one), effort, &vm_suites, clock)?);
+                    Ok(())
+                })
+            };
+            let booted = match booting {
+                Some(thread) => Some(thread.join().unwrap_or_else(|_| Err("the boot suite's thread panicked".into()))),
+                None if vms.is_ok() => boot_image.as_ref().map(|image| measure_boot(image, effort, clock)),
+                None => None,
+            };
+            vms.map(|()| (measured, booted))
+        })?;
         // The boot suite's rows go with Debian's kernel's, whose system it boots.
-        if let Some(image) = &boot_image {
+        if let Some(booted) = booted {
+            let (results, accel, seconds) = booted?;
             let run = match measured.iter().position(|run| run.kernel == Benched::debian()) {
                 Some(at) => &mut measured[at],
                 None => {
@@ -218,11 +231,9 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
                     measured.last_mut().ok_or("no run to put the boot suite's rows in")?
                 }
             };
-            let start = Instant::now();
-            let (results, accel) = boot::measure(image, effort, clock)?;
             run.results.records.extend(results.records);
             run.accel = accel;
-            run.seconds += start.elapsed().as_secs_f64();
+            run.seconds += seconds;
         }
         runs.extend(measured);
     }
@@ -293,6 +304,17 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The boot suite's measurements, the accelerator and the seconds they took.
+fn measure_boot(
+    image: &crate::distro::image::Image,
+    effort: BenchEffort,
+    clock: qemu::Clock,
+) -> Result<(results::Results, String, f64)> {
+    let start = Instant::now();
+    let (results, accel) = boot::measure(image, effort, clock)?;
+    Ok((results, accel, start.elapsed().as_secs_f64()))
 }
 
 /// How the report names the figure a guest clock gives, and what its files' names end with.
