@@ -36,7 +36,7 @@ pub fn run(options: &flags::Fuzz) -> Result {
         },
         None => TARGETS.to_vec(),
     };
-    if options.coverage { coverage(&targets) } else { fuzz(&targets, seconds, Sanitizer::Address) }
+    if options.coverage { coverage(&targets) } else { fuzz(&targets, seconds, Sanitizer::Address, Together::No) }
 }
 
 /// The short run `cargo xtask test` does: the targets build, the seeds pass, and a few seconds of
@@ -44,7 +44,7 @@ pub fn run(options: &flags::Fuzz) -> Result {
 /// dependencies the longest part of the smoke: elfsig's own code has no `unsafe` for it to
 /// check, and what a smoke can find (panics, overflows, debug assertions) needs none.
 pub fn smoke() -> Result {
-    fuzz(TARGETS, 15, Sanitizer::None)
+    fuzz(TARGETS, 15, Sanitizer::None, Together::Yes)
 }
 
 /// cargo-fuzz's `--sanitizer`.
@@ -55,19 +55,32 @@ enum Sanitizer {
     None,
 }
 
-fn fuzz(targets: &[(&str, &str)], seconds: u64, sanitizer: Sanitizer) -> Result {
+impl Sanitizer {
+    fn args(self) -> [&'static str; 2] {
+        match self {
+            Sanitizer::Address => ["--sanitizer", "address"],
+            Sanitizer::None => ["--sanitizer", "none"],
+        }
+    }
+}
+
+/// Whether the targets fuzz at once, sharing the CPUs, or one after the other with all of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Together {
+    /// At once, for the smoke: a fuzzer keeps one CPU busy, so one alone leaves the rest idle.
+    Yes,
+    No,
+}
+
+fn fuzz(targets: &[(&str, &str)], seconds: u64, sanitizer: Sanitizer, together: Together) -> Result {
     deps::ensure(FUZZ_TOOLS)?;
     let corpus = write_corpus()?;
-    for (target, krate) in targets {
-        let dir = corpus.join(target);
+    let run = |(target, krate): &(&str, &str)| -> Result {
         let krate = paths::root().join(krate);
         Cmd::cargo()
             .args(["+nightly", "fuzz", "run", target])
-            .args(match sanitizer {
-                Sanitizer::Address => ["--sanitizer", "address"],
-                Sanitizer::None => ["--sanitizer", "none"],
-            })
-            .arg(&dir)
+            .args(sanitizer.args())
+            .arg(corpus.join(target))
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-max_len={MAX_LEN}"))
@@ -80,9 +93,25 @@ fn fuzz(targets: &[(&str, &str)], seconds: u64, sanitizer: Sanitizer) -> Result 
                     krate.join("fuzz/artifacts").join(target).display(),
                     krate.join("tests/regressions").display()
                 )
-            })?;
+            })
+    };
+    if together == Together::No {
+        return targets.iter().try_for_each(run);
     }
-    Ok(())
+    // Built one after the other first (cargo builds one at a time anyway), then run at once.
+    for (target, krate) in targets {
+        Cmd::cargo()
+            .args(["+nightly", "fuzz", "build", target])
+            .args(sanitizer.args())
+            .dir(&paths::root().join(krate))
+            .run()?;
+    }
+    let results: Vec<Result> = std::thread::scope(|scope| {
+        let running: Vec<_> = targets.iter().map(|target| scope.spawn(move || run(target))).collect();
+        running.into_iter().map(|t| t.join().unwrap_or_else(|_| Err("a fuzzing thread panicked".into()))).collect()
+    });
+    let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n")) }
 }
 
 /// Replays each target's corpus with coverage instrumentation and prints the line coverage of
