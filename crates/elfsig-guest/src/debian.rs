@@ -63,7 +63,7 @@ pub const WORKLOAD: [(&str, &str, &[Step]); 8] = [
             ("lsmod", "Module"),
             ("less --version", "less"),
             ("ssh -V 2>&1", "OpenSSH"),
-            ("tune2fs -l /dev/vda | grep 'volume name'", "elfsig-root"),
+            ("tune2fs -l /dev/disk/by-label/elfsig-root | grep 'volume name'", "elfsig-root"),
         ],
     ),
 ];

@@ -87,9 +87,12 @@ pub enum Clock {
     /// Instructions: `-icount shift=0,sleep=off,align=off` advances the guest's clock by 1 ns
     /// for every instruction the guest executes (one vCPU at a time, on one host thread), and
     /// skips time the guest would spend idle straight to its next timer. A timing read in the
-    /// guest counts the instructions executed, whatever else the host is doing; only I/O that
-    /// the host completes in its own time (a virtio disk: [`Disk::Nvdimm`] has none) can
-    /// still move it.
+    /// guest counts the instructions executed, whatever else the host is doing. What the host
+    /// would still feed in is pinned: the real-time clock starts at the same time in every boot
+    /// of a run and follows the guest's clock (`-rtc base=…,clock=vm`), and the guest's random
+    /// numbers (RDRAND: address space layouts, hash seeds) come from a fixed seed (`-seed`).
+    /// Only I/O that the host completes in its own time (a virtio disk: [`Disk::Nvdimm`] has
+    /// none) can still move it.
     Instructions,
 }
 
@@ -145,9 +148,18 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     cmd.args(["-machine", machine, "-no-reboot", "-nodefaults"])
         .args(["-smp", &boot.cpus.to_string(), "-display", "none", "-serial", "stdio", "-monitor", "none"])
         .args(match (kvm, boot.clock) {
-            (_, Clock::Instructions) => {
-                vec!["-accel", "tcg,thread=single", "-cpu", TCG_CPU, "-icount", "shift=0,sleep=off,align=off"]
-            }
+            (_, Clock::Instructions) => vec![
+                "-accel",
+                "tcg,thread=single",
+                "-cpu",
+                TCG_CPU,
+                "-icount",
+                "shift=0,sleep=off,align=off",
+                "-rtc",
+                pinned_rtc(),
+                "-seed",
+                "1",
+            ],
             (true, Clock::Host) => vec!["-accel", "kvm", "-cpu", "host"],
             (false, Clock::Host) => vec!["-accel", "tcg", "-cpu", TCG_CPU],
         });
@@ -278,6 +290,33 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     }
 }
 
+/// `-rtc` for a guest whose clock counts instructions: the real-time clock starts at this
+/// run's first boot, to the hour, in every boot of the run (its progress and the time the guest
+/// reads at boot are then the same in each), and follows the guest's clock.
+fn pinned_rtc() -> &'static str {
+    static RTC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RTC.get_or_init(|| {
+        let hour = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 3600);
+        let (days, hour) = (hour / 24, hour % 24);
+        let (year, month, day) = civil_from_days(days);
+        format!("base={year:04}-{month:02}-{day:02}T{hour:02}:00:00,clock=vm")
+    })
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
 /// A raw disk image for `-drive`, the guest's writes going to a throwaway overlay; `options`
 /// says how it is attached.
 fn drive(disk: &Path, options: &str) -> std::ffi::OsString {
@@ -386,7 +425,17 @@ fn kvm_works(kernel: &Path, initramfs: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::plain;
+    use super::{civil_from_days, plain};
+
+    #[test]
+    fn dates_from_days_since_the_epoch() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(59), (1970, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_783), (2026, 11, 26));
+        assert_eq!(civil_from_days(20_818), (2026, 12, 31));
+        assert_eq!(civil_from_days(20_819), (2027, 1, 1));
+    }
 
     #[test]
     fn console_lines_lose_terminal_control_sequences_and_nothing_else() {
