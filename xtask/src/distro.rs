@@ -118,12 +118,20 @@ pub fn test() -> Result {
     let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &with_tools);
     secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
     let boots = [secure, system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut)];
-    let checked: Vec<Result> =
-        qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
+    // The unsigned image is made meanwhile, on what the two guests leave of the CPUs (they wait
+    // on timers and devices in their early boot).
+    let (checked, unsigned) = std::thread::scope(|scope| {
+        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false));
+        let checked: Vec<Result> =
+            qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
+        (checked, making.join().unwrap_or_else(|_| Err("making the unsigned image panicked".into())))
+    });
     let [enforced, dracut]: [Result; 2] =
         checked.try_into().map_err(|_| "the two boots did not give two results".to_owned())?;
-
-    let unsigned = inputs.make(image::Variant::Unsigned, false)?;
+    let unsigned = unsigned.map_err(|e| {
+        // What the boots found is said too.
+        [enforced.clone().err(), dracut.clone().err(), Some(e)].into_iter().flatten().collect::<Vec<_>>().join("\n")
+    })?;
     // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
     let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
     let console = boot(&unsigned, "distro-discover", &discover)?;
