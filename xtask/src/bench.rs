@@ -214,7 +214,6 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
                     Ok(())
                 })
             };
-            let meanwhile = booting.is_some();
             let booted = match booting {
                 Some(thread) => Some(thread.join().unwrap_or_else(|_| Err("the boot suite's thread panicked".into()))),
                 None if vms.is_ok() => boot_image.as_ref().map(|image| measure_boot(image, effort, clock)),
@@ -223,11 +222,11 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             match (vms, booted) {
                 // Both failures said, when both failed side by side.
                 (Err(vms), Some(Err(boot))) => Err(format!("{vms}\n{boot}")),
-                (vms, booted) => vms.map(|()| (measured, booted.map(|b| (b, meanwhile)))),
+                (vms, booted) => vms.map(|()| (measured, booted)),
             }
         })?;
         // The boot suite's rows go with Debian's kernel's, whose system it boots.
-        if let Some((booted, meanwhile)) = booted {
+        if let Some(booted) = booted {
             let (results, accel, seconds) = booted?;
             let run = match measured.iter().position(|run| run.kernel == Benched::debian()) {
                 Some(at) => &mut measured[at],
@@ -239,7 +238,8 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             run.results.records.extend(results.records);
             run.accel = accel;
             // Side by side, the run took as long as the longer of the two.
-            run.seconds = if meanwhile { run.seconds.max(seconds) } else { run.seconds + seconds };
+            let side_by_side = effort == BenchEffort::Smoke;
+            run.seconds = if side_by_side { run.seconds.max(seconds) } else { run.seconds + seconds };
         }
         runs.extend(measured);
     }
