@@ -1,6 +1,7 @@
 //! The `elfsig` command-line tool as a library: the binary is a thin `main`, and benchmarks and
 //! tests call the same code.
 
+pub mod architecture;
 pub mod cli;
 pub mod commands;
 pub mod crypto;

@@ -8,6 +8,7 @@ use std::path::Path;
 use elfsig_core::elf::{SHT_NOBITS, SHT_PROGBITS};
 use elfsig_core::{FileHeader, SectionTable};
 
+use crate::architecture::Machines;
 use crate::elf_file::OpenFile;
 
 /// `e_type` of relocatable objects (`.o`, kernel modules).
@@ -36,6 +37,9 @@ pub enum Skip {
     /// Firmware (`/lib/firmware`): loaded by the kernel or a device, never run; some checks
     /// its own headers (Qualcomm's `.mdt`), which signing would change.
     Firmware,
+    /// Code for another architecture, which this kernel runs only through an emulator
+    /// (binfmt_misc and qemu-user): sign it by name to run it so.
+    Foreign,
     /// Another name (hard link) of a file signed under its first name: linked to the signed
     /// file afterwards (see `links.rs`).
     OtherName,
@@ -53,6 +57,7 @@ impl Skip {
             Skip::DebugFile => "a separate debug file, without code",
             Skip::CoreDump => "a core dump",
             Skip::Firmware => "firmware, which the kernel loads but never runs",
+            Skip::Foreign => "code for another architecture (sign it by name to run it under an emulator)",
             Skip::OtherName => "another name of a file signed under its first name",
         }
     }
@@ -66,6 +71,7 @@ impl Skip {
             Skip::DebugFile => "debug files",
             Skip::CoreDump => "core dumps",
             Skip::Firmware => "firmware files",
+            Skip::Foreign => "for other architectures",
             Skip::OtherName => "other names of signed files",
         }
     }
@@ -76,11 +82,18 @@ impl Skip {
         !matches!(self, Skip::NotElf | Skip::OtherName)
     }
 
-    /// Why `path` is left alone, if it is. A file that cannot be read or parsed is not
-    /// skipped: signing or verifying it reports what is wrong.
+    /// Why `path` is left alone, if it is, on this machine (whose architecture says which
+    /// machines' code is foreign). A file that cannot be read or parsed is not skipped: signing
+    /// or verifying it reports what is wrong.
     pub fn classify(path: &Path) -> Option<Skip> {
         // A file that cannot be opened or read is not skipped: signing or verifying it says why.
         let file = OpenFile::open(path).ok()?;
+        Skip::classify_open(&file, path, Machines::host())
+    }
+
+    /// Why `file`, found at `path` in a tree for an architecture running `native`, is left
+    /// alone, if it is.
+    pub fn classify_open(file: &OpenFile, path: &Path, native: Machines) -> Option<Skip> {
         let mut magic = [0u8; 4];
         match file.file.read_exact_at(&mut magic, 0) {
             Ok(()) if magic == *b"\x7fELF" => {}
@@ -93,6 +106,9 @@ impl Skip {
         }
         let mut reader = file.reader();
         let header = FileHeader::read(&mut reader, file.size()).ok()?;
+        if !native.runs(header.e_machine) {
+            return Some(Skip::Foreign);
+        }
         match header.e_type {
             ET_REL if path.extension().is_some_and(|e| e == "ko") => Some(Skip::KernelModule),
             ET_REL => Some(Skip::Object),

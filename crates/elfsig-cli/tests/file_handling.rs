@@ -566,7 +566,15 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
     assert!(made.success(), "objcopy --only-keep-debug failed");
     fs::create_dir_all(tree.join("lib/firmware")).unwrap();
     let firmware = scratch.copy(&true_binary(), "tree/lib/firmware/remoteproc.mdt");
-    let left_alone: Vec<(PathBuf, Vec<u8>)> = [&module, &object, &debug, &core_dump, &firmware]
+    // A program for another architecture (s390x): run only through an emulator, signed by name.
+    let foreign = scratch.write(
+        "tree/sub/hello-s390x",
+        &elfsig_fixtures::synth(&elfsig_fixtures::Spec::new(
+            elfsig_fixtures::Class::Elf64,
+            elfsig_fixtures::Endian::Big,
+        )),
+    );
+    let left_alone: Vec<(PathBuf, Vec<u8>)> = [&module, &object, &debug, &core_dump, &firmware, &foreign]
         .iter()
         .map(|p| (p.to_path_buf(), fs::read(p).unwrap()))
         .collect();
@@ -583,7 +591,11 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
     assert!(stderr.contains(&format!("elfsig: {}: skipped: a separate debug file", debug.display())), "{stderr}");
     assert!(stderr.contains(&format!("elfsig: {}: skipped: firmware", firmware.display())), "{stderr}");
     assert!(stderr.contains(&format!("elfsig: {}: skipped: a core dump", core_dump.display())), "{stderr}");
-    let summary = "elfsig: signed: 3 done, 7 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files)\n";
+    assert!(
+        stderr.contains(&format!("elfsig: {}: skipped: code for another architecture", foreign.display())),
+        "{stderr}"
+    );
+    let summary = "elfsig: signed: 3 done, 8 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files, 1 for other architectures)\n";
     assert!(stderr.ends_with(summary), "{stderr}");
     for (path, bytes) in &left_alone {
         assert!(fs::read(path).unwrap() == *bytes, "{} was changed", path.display());
@@ -604,7 +616,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         .assert()
         .success()
         .stdout(contains(format!("{}: OK", elves[1].display())))
-        .stderr(contains("elfsig: verified: 3 done, 7 skipped"));
+        .stderr(contains("elfsig: verified: 3 done, 8 skipped"));
 
     // Tamper with one: verify --recursive fails and names it.
     let tampered = &elves[1];
@@ -624,7 +636,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         .stdout(contains(tampered.display().to_string()).not())
         .stderr(contains(format!("elfsig: {}: modified since it was signed", tampered.display())))
         .stderr(contains(
-            "elfsig: verified: 2 done, 7 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files), 1 failed",
+            "elfsig: verified: 2 done, 8 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files, 1 for other architectures), 1 failed",
         ));
 }
 
