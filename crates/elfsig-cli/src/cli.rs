@@ -44,6 +44,69 @@ pub enum Command {
     Untrusted(UntrustedArgs),
     /// Empty the module's verdict cache (root), after removing a key from a trusted keyring.
     Flush,
+    /// Re-sign the ELF files inside Debian packages, or check them before dpkg installs them.
+    Deb(DebArgs),
+}
+
+/// `elfsig deb`.
+#[derive(Debug, Args)]
+pub struct DebArgs {
+    /// What to do with the packages.
+    #[command(subcommand)]
+    pub command: DebCommand,
+}
+
+/// The `deb` commands.
+#[derive(Debug, Subcommand)]
+pub enum DebCommand {
+    /// Sign every ELF file in Debian packages that `sign --recursive` would sign, keeping every
+    /// other byte of each package (owners, modes, links, order, times, compression); md5sums
+    /// and Installed-Size follow. Packages are done on all cores.
+    Sign(DebSignArgs),
+    /// Check that every ELF file in Debian packages that the module checks carries a valid
+    /// signature by a trusted certificate: the gate that keeps dpkg from installing what the
+    /// module would refuse.
+    Verify(DebVerifyArgs),
+}
+
+/// `elfsig deb sign`.
+#[derive(Debug, Args)]
+pub struct DebSignArgs {
+    /// The private key, as for `sign`: a file, or a `pkcs11:` URI.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// The key's certificate (PEM or DER).
+    #[arg(long, value_name = "CERT")]
+    pub cert: PathBuf,
+    /// Write the signed packages into DIR (a package found under a directory keeps its path
+    /// below it) instead of replacing them.
+    #[arg(short, long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// The Debian architecture of the hosts the packages are for: decides which ELF files in
+    /// packages for all architectures are foreign, and left alone. This machine's by default.
+    #[arg(long, value_name = "ARCH", default_value = crate::architecture::Machines::host_debian())]
+    pub architecture: String,
+    /// Packages (.deb), or directories holding them (searched recursively).
+    #[arg(value_name = "PACKAGE", required = true)]
+    pub packages: Vec<PathBuf>,
+}
+
+/// `elfsig deb verify`.
+#[derive(Debug, Args)]
+pub struct DebVerifyArgs {
+    /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
+    #[arg(long, value_name = "CERT", required = true)]
+    pub cert: Vec<PathBuf>,
+    /// The Debian architecture of this host, as for `deb sign`.
+    #[arg(long, value_name = "ARCH", default_value = crate::architecture::Machines::host_debian())]
+    pub architecture: String,
+    /// Also read package names from standard input, one per line, as APT's
+    /// `DPkg::Pre-Install-Pkgs` gives them.
+    #[arg(long)]
+    pub apt_hook: bool,
+    /// Packages (.deb), or directories holding them (searched recursively).
+    #[arg(value_name = "PACKAGE", required_unless_present = "apt_hook")]
+    pub packages: Vec<PathBuf>,
 }
 
 /// `elfsig status`.

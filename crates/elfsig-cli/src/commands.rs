@@ -1,5 +1,6 @@
 //! The commands, one module each.
 
+pub mod deb;
 pub mod inspect;
 pub mod keygen;
 pub mod remove;

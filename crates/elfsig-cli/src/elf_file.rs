@@ -40,6 +40,13 @@ impl OpenFile {
         Ok(OpenFile { path: path.to_owned(), file, meta })
     }
 
+    /// An open file, called `path` in messages: a temporary copy of a package's file is called
+    /// by the package's name for it.
+    pub fn from_file(path: PathBuf, file: File) -> Result<Self, Error> {
+        let meta = file.metadata().map_err(|e| Error::io("cannot stat", &path, e))?;
+        Ok(OpenFile { path, file, meta })
+    }
+
     /// Size when opened.
     pub fn size(&self) -> u64 {
         self.meta.len()

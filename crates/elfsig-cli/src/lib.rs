@@ -5,6 +5,7 @@ pub mod architecture;
 pub mod cli;
 pub mod commands;
 pub mod crypto;
+pub mod deb;
 pub mod elf_file;
 pub mod error;
 pub mod hex;
@@ -35,6 +36,7 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Loader(args) => commands::settings::loader(args, cli.quiet),
         Command::Untrusted(args) => commands::settings::untrusted(args, cli.quiet),
         Command::Flush => commands::settings::flush(cli.quiet),
+        Command::Deb(args) => commands::deb::run(args, cli.quiet),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../tests/common/in_process.rs"]
+mod in_process;
+
 #[path = "../../tests/common/roundtrip.rs"]
 mod roundtrip;
 

@@ -1,6 +1,5 @@
 //! `elfsig sign`: sign files in place or into `--output`, re-signing replaces a signature.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -66,22 +65,27 @@ pub fn sign_file(path: &Path, output: Option<&Path>, signer: &RecordSigner) -> R
     // Replace the file a symbolic link points to, not the link.
     let target = path.canonicalize().map_err(|e| Error::io("cannot open", path, e))?;
     let file = OpenFile::open(&target)?;
-    let analysis = elf_file::analyze(&file)?;
-    let original = match &analysis.signature {
-        None => analysis.elf,
-        Some(signature) => elf_file::recover_original(&file, signature)?,
-    };
-    let payload_len = Payload::encoded_len(signer.encoded_len()).ok_or_else(|| Error::msg("signature too large"))?;
-    let layout = SignedLayout::plan(&original, payload_len as u64)?;
-
     let out_path = output.map_or_else(|| target.clone(), Path::to_path_buf);
     let mut replacement = Replacement::new(&out_path)?;
-    write_signed(&file, analysis.signature.as_ref(), layout, signer, replacement.writer(), &out_path)?;
+    sign_open(&file, signer, replacement.writer(), &out_path)?;
     let keep = if output.is_some() { Keep::ModeAndXattrs } else { Keep::Everything };
     replacement.commit(&file.file, &file.meta, keep)?;
 
     let replaced_in_place = output.is_none();
     Ok(crate::replace::hard_link_note(&file.meta, "signed").filter(|_| replaced_in_place).into_iter().collect())
+}
+
+/// Writes the signed file for `file` (signed already or not) into `out`, which messages call
+/// `out_path`.
+pub fn sign_open(file: &OpenFile, signer: &RecordSigner, out: &mut dyn Write, out_path: &Path) -> Result<(), Error> {
+    let analysis = elf_file::analyze(file)?;
+    let original = match &analysis.signature {
+        None => analysis.elf,
+        Some(signature) => elf_file::recover_original(file, signature)?,
+    };
+    let payload_len = Payload::encoded_len(signer.encoded_len()).ok_or_else(|| Error::msg("signature too large"))?;
+    let layout = SignedLayout::plan(&original, payload_len as u64)?;
+    write_signed(file, analysis.signature.as_ref(), layout, signer, out, out_path)
 }
 
 /// Why streaming the signed file failed.
@@ -115,7 +119,7 @@ fn write_signed(
     signature: Option<&Signature>,
     layout: SignedLayout,
     signer: &RecordSigner,
-    out: &mut File,
+    out: &mut dyn Write,
     out_path: &Path,
 ) -> Result<(), Error> {
     let mut reader = file.reader();
@@ -140,7 +144,7 @@ fn stream_signed(
     original: &mut dyn ReadAt,
     layout: SignedLayout,
     signer: &RecordSigner,
-    out: &mut File,
+    out: &mut dyn Write,
 ) -> Result<(), WriteError> {
     let mut signed = SignedView::new(original, layout, &[])?;
     let [before, after] = layout.payload.around(layout.file_len);

@@ -47,10 +47,14 @@ pub struct Verified<'c> {
 
 /// Verifies one file against the trusted certificates, after validating its whole layout.
 pub fn verify_file<'c>(path: &Path, trusted: &'c [TrustedCert]) -> Result<Verified<'c>, Error> {
-    let file = OpenFile::open(path)?;
+    verify_open(&OpenFile::open(path)?, trusted)
+}
+
+/// Verifies an open file against the trusted certificates, after validating its whole layout.
+pub fn verify_open<'c>(file: &OpenFile, trusted: &'c [TrustedCert]) -> Result<Verified<'c>, Error> {
     let mut reader = file.reader();
     let verified =
         elfsig_core::verify::<Sha2, _, _>(&mut reader, Structure::ValidateAll, &mut Certificates(trusted), &mut Heap)
-            .map_err(|refused| Error::from_refusal(refused, path))?;
+            .map_err(|refused| Error::from_refusal(refused, &file.path))?;
     Ok(Verified { signer: verified.signer, digest: verified.digest })
 }

@@ -6,9 +6,11 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod in_process;
 pub mod layout;
 pub mod messages;
 pub mod oracle;
+pub mod packages;
 pub mod roundtrip;
 
 use std::collections::HashMap;

@@ -4,45 +4,13 @@
 //! back the file as it was before it was signed, byte for byte. Never a panic.
 //!
 //! Shared by the fuzz target (`crates/elfsig-cli/fuzz`, which includes this file by path) and
-//! `tests/regressions.rs`, which replays the inputs that once broke it.
+//! `tests/regressions.rs`, which replays the inputs that once broke it. How it runs the CLI:
+//! `in_process.rs`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::path::Path;
 
-use clap::Parser;
-use elfsig_cli::cli::Cli;
-
-struct Setup {
-    dir: PathBuf,
-    key: PathBuf,
-    cert: PathBuf,
-}
-
-/// A directory in memory and a throwaway key, made once per process.
-fn setup() -> &'static Setup {
-    static SETUP: OnceLock<Setup> = OnceLock::new();
-    SETUP.get_or_init(|| {
-        let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-        let dir = base.join(format!("elfsig-roundtrip-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        let (key, cert) = (dir.join("key.pem"), dir.join("cert.pem"));
-        assert!(elfsig(&["keygen", "--bits", "2048", "--key", path(&key), "--cert", path(&cert)]));
-        Setup { dir, key, cert }
-    })
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Runs `elfsig -q ARGS` in this process; true on exit status 0.
-fn elfsig(args: &[&str]) -> bool {
-    let cli = Cli::try_parse_from(["elfsig", "-q"].iter().chain(args)).unwrap();
-    elfsig_cli::run(&cli) == ExitCode::SUCCESS
-}
+use super::in_process::{Setup, elfsig, path, setup};
 
 fn sign(s: &Setup, file: &Path) -> bool {
     elfsig(&["sign", "--key", path(&s.key), "--cert", path(&s.cert), path(file)])

@@ -1,0 +1,185 @@
+//! `elfsig deb sign` and `elfsig deb verify`: Debian packages, one per core at a time.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::architecture::Machines;
+use crate::cli::{DebArgs, DebCommand, DebSignArgs, DebVerifyArgs};
+use crate::crypto::cms::RecordSigner;
+use crate::crypto::{cert, key};
+use crate::deb::{check, resign};
+use crate::error::Error;
+use crate::output::{self, Outcome, Verbosity};
+use crate::skip::Skip;
+use crate::walk;
+
+/// Runs the command.
+pub fn run(args: &DebArgs, quiet: bool) -> Result<ExitCode, Error> {
+    match &args.command {
+        DebCommand::Sign(args) => sign(args, quiet),
+        DebCommand::Verify(args) => verify(args, quiet),
+    }
+}
+
+fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
+    known_architecture(&args.architecture)?;
+    let certificate = cert::load_one(&args.cert)?;
+    let signer = RecordSigner::new(key::open(&args.key, Some(&certificate.public_key))?, &certificate)?;
+    let packages = packages(&args.packages)?;
+    if let Some(dir) = &args.output_dir {
+        let mut seen = BTreeMap::new();
+        for (path, below) in &packages {
+            if let Some(first) = seen.insert(below, path) {
+                return Err(Error::Usage(format!(
+                    "{} and {} would both be written to {}",
+                    first.display(),
+                    path.display(),
+                    dir.join(below).display()
+                )));
+            }
+        }
+    }
+    let paths: Vec<PathBuf> = packages.iter().map(|(path, _)| path.clone()).collect();
+    Ok(output::run_all(&paths, Verbosity::from_quiet(quiet), "signed", |index, path| {
+        let output = match &args.output_dir {
+            Some(dir) => dir.join(&packages[index].1),
+            None => path.to_owned(),
+        };
+        if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                return Outcome::Failed(Error::io("cannot create directory", parent, e), None);
+            }
+        }
+        match resign::resign(path, &output, &signer, &args.architecture) {
+            Ok(resigned) if !resigned.changed && resigned.signed == 0 => Outcome::Done {
+                line: Some(format!("{}: no ELF file to sign{}; unchanged", output.display(), alone(&resigned.skipped))),
+                notes: Vec::new(),
+            },
+            Ok(resigned) => Outcome::Done {
+                line: Some(format!(
+                    "{}: {} ELF {} signed{}{}",
+                    output.display(),
+                    resigned.signed,
+                    if resigned.signed == 1 { "file" } else { "files" },
+                    alone(&resigned.skipped),
+                    if resigned.changed { "" } else { " (signed so already; unchanged)" }
+                )),
+                notes: Vec::new(),
+            },
+            Err(e) => Outcome::Failed(e, None),
+        }
+    }))
+}
+
+fn verify(args: &DebVerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
+    known_architecture(&args.architecture)?;
+    let mut trusted = Vec::new();
+    for path in &args.cert {
+        trusted.extend(cert::load(path)?);
+    }
+    let mut named = args.packages.clone();
+    if args.apt_hook {
+        named.extend(apt_hook_packages(std::io::stdin().lock())?);
+    }
+    let packages = packages(&named)?;
+    let paths: Vec<PathBuf> = packages.into_iter().map(|(path, _)| path).collect();
+    Ok(output::run_all(&paths, Verbosity::from_quiet(quiet), "verified", |_, path| {
+        match check::check(path, &trusted, &args.architecture) {
+            Ok(checked) if checked.refused.is_empty() => Outcome::Done {
+                line: Some(format!(
+                    "{}: OK ({} ELF {} verified{})",
+                    path.display(),
+                    checked.verified,
+                    if checked.verified == 1 { "file" } else { "files" },
+                    alone(&checked.skipped)
+                )),
+                notes: Vec::new(),
+            },
+            Ok(checked) => {
+                let each: Vec<String> =
+                    checked.refused.iter().map(|(file, e)| format!("  {}: {e}", file.display())).collect();
+                let count = checked.refused.len();
+                let what = if count == 1 { "file" } else { "files" };
+                Outcome::Failed(
+                    Error::msg(format!("{count} ELF {what} the module would refuse:\n{}", each.join("\n"))),
+                    None,
+                )
+            }
+            Err(e) => Outcome::Failed(e, None),
+        }
+    }))
+}
+
+/// The packages APT's `DPkg::Pre-Install-Pkgs` hook gives on standard input (its protocol's
+/// version 1): one file name per line.
+fn apt_hook_packages(input: impl BufRead) -> Result<Vec<PathBuf>, Error> {
+    let mut packages = Vec::new();
+    for line in input.lines() {
+        let line = line.map_err(|e| Error::msg(format!("cannot read the package list from APT: {e}")))?;
+        let line = line.trim_end();
+        if line.starts_with("VERSION ") {
+            return Err(Error::Usage(
+                "APT speaks a newer version of the Pre-Install-Pkgs protocol to this hook: configure version 1".into(),
+            ));
+        }
+        if !line.is_empty() {
+            packages.push(PathBuf::from(line));
+        }
+    }
+    Ok(packages)
+}
+
+/// The packages named, each with where it goes below an output directory: a file as its name,
+/// every `.deb` under a directory as its path below it.
+fn packages(named: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
+    let mut packages = Vec::new();
+    for path in named {
+        if path.is_dir() {
+            for file in walk::regular_files(path)? {
+                if file.extension().is_some_and(|e| e == "deb") {
+                    let below = file.strip_prefix(path).map(Path::to_path_buf).unwrap_or_else(|_| file.clone());
+                    packages.push((file, below));
+                }
+            }
+        } else {
+            let name = path.file_name().map(PathBuf::from).unwrap_or_else(|| path.clone());
+            packages.push((path.clone(), name));
+        }
+    }
+    Ok(packages)
+}
+
+/// ", 3 left alone (2 kernel modules, 1 for other architectures)", or nothing.
+fn alone(skipped: &BTreeMap<Skip, usize>) -> String {
+    let total: usize = skipped.values().sum();
+    if total == 0 {
+        return String::new();
+    }
+    let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
+    format!(", {total} left alone ({})", each.join(", "))
+}
+
+fn known_architecture(architecture: &str) -> Result<(), Error> {
+    if architecture != "all" && Machines::of_debian(architecture).is_some() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!("--architecture: {architecture:?} is not a Debian architecture elfsig knows")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_apt_hook_reads_one_package_per_line() {
+        let given = b"/var/cache/apt/archives/a_1_amd64.deb\n\n/var/cache/apt/archives/b_2_all.deb\n";
+        let packages = apt_hook_packages(&given[..]).unwrap();
+        assert_eq!(
+            packages,
+            [PathBuf::from("/var/cache/apt/archives/a_1_amd64.deb"), "/var/cache/apt/archives/b_2_all.deb".into()]
+        );
+        assert!(apt_hook_packages(&b"VERSION 2\n"[..]).is_err());
+    }
+}

@@ -1,0 +1,113 @@
+//! The files of a package's `data.tar` that elfsig signs or checks: each regular file that
+//! starts as ELF does is copied out of the stream into an anonymous temporary file, where the
+//! same code as for files on disk classifies it (`sign --recursive`'s rules), signs it or
+//! verifies it. Memory stays small whatever the file's size.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use md5::{Digest, Md5};
+
+use super::tar;
+use crate::architecture::Machines;
+use crate::elf_file::OpenFile;
+use crate::error::Error;
+use crate::skip::Skip;
+
+/// What a regular file of the package turned out to be.
+#[derive(Debug)]
+pub enum Found {
+    /// Not ELF: its first bytes, read already (the rest is still in the stream).
+    Other(Vec<u8>),
+    /// ELF: a copy, its MD5, and why it is left alone, if it is.
+    Elf {
+        /// The copy, named `PACKAGE:PATH` in messages.
+        file: Box<OpenFile>,
+        /// Its MD5.
+        md5: [u8; 16],
+        /// Why it is left alone, if it is.
+        skip: Option<Skip>,
+    },
+}
+
+/// Reads the contents of `entry` (a regular file) far enough to tell whether it is ELF, and
+/// if so, copies and classifies it for a package of `native` machines.
+pub fn examine<R: Read>(
+    reader: &mut tar::Reader<R>,
+    entry: &tar::Entry,
+    package: &Path,
+    native: Machines,
+) -> Result<Found, Error> {
+    let name = name(package, entry);
+    let mut contents = reader.contents();
+    let mut magic = Vec::with_capacity(4);
+    (&mut contents).take(4).read_to_end(&mut magic).map_err(|e| Error::io("cannot read", &name, e))?;
+    if magic != b"\x7fELF" {
+        return Ok(Found::Other(magic));
+    }
+    let mut copy = tempfile::tempfile().map_err(|e| Error::io("cannot create a temporary copy of", &name, e))?;
+    let mut hashing = HashingWriter::new(&mut copy);
+    hashing.write_all(&magic).map_err(|e| Error::io("cannot write a temporary copy of", &name, e))?;
+    io::copy(&mut contents, &mut hashing).map_err(|e| Error::io("cannot copy", &name, e))?;
+    let md5 = hashing.finish();
+    let file = Box::new(OpenFile::from_file(name, copy)?);
+    let path = Path::new(std::ffi::OsStr::from_bytes(&entry.path));
+    let skip = Skip::classify_open(&file, path, native);
+    Ok(Found::Elf { file, md5, skip })
+}
+
+/// How messages name a file of a package: `PACKAGE:PATH`.
+pub fn name(package: &Path, entry: &tar::Entry) -> PathBuf {
+    PathBuf::from(format!("{}:{}", package.display(), entry.display()))
+}
+
+/// A new temporary file, to sign into.
+pub fn scratch(name: &Path) -> Result<File, Error> {
+    tempfile::tempfile().map_err(|e| Error::io("cannot create a temporary file for", name, e))
+}
+
+/// `file` from its start.
+pub fn rewound(file: &mut File, name: &Path) -> Result<(), Error> {
+    file.rewind().map_err(|e| Error::io("cannot read back", name, e))
+}
+
+/// A writer that computes the MD5 of what goes through it.
+#[derive(Debug)]
+pub struct HashingWriter<W> {
+    inner: W,
+    md5: Md5,
+    /// How many bytes went through.
+    pub len: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    /// Hashes what goes to `inner`.
+    pub fn new(inner: W) -> Self {
+        HashingWriter { inner, md5: Md5::new(), len: 0 }
+    }
+
+    /// The MD5 of everything written.
+    pub fn finish(self) -> [u8; 16] {
+        self.md5.finalize().into()
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.md5.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A size in KiB, rounded up, as dpkg-gencontrol counts each file in `Installed-Size`.
+pub fn kib(size: u64) -> i64 {
+    i64::try_from(size.div_ceil(1024)).unwrap_or(i64::MAX)
+}

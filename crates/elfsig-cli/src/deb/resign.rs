@@ -1,0 +1,207 @@
+//! Re-signing a package: every ELF file of its `data.tar` that `sign --recursive` would sign is
+//! signed (re-signed if it was), in the tar stream; the stream is compressed again as it was;
+//! `control.tar` gets the new `md5sums` and `Installed-Size`. Every other byte of the package
+//! is kept. A package without an ELF file to sign, or whose files were signed so already, is
+//! left exactly as it was.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use super::compression::Compression;
+use super::control::{self, Changes};
+use super::files::{self, Found, HashingWriter};
+use super::tar::{self, Kind};
+use super::{Parts, ar};
+use crate::architecture::Machines;
+use crate::commands::sign;
+use crate::crypto::cms::RecordSigner;
+use crate::error::Error;
+use crate::replace::{Keep, Replacement};
+use crate::skip::Skip;
+
+/// How a package went.
+#[derive(Debug, Default)]
+pub struct Resigned {
+    /// ELF files signed.
+    pub signed: usize,
+    /// ELF files left alone, and why.
+    pub skipped: BTreeMap<Skip, usize>,
+    /// Whether the package changed (false: it was written, or left, as it was).
+    pub changed: bool,
+}
+
+/// Re-signs the package `input` into `output` (which may be `input`: it is then replaced
+/// atomically), for hosts of `default_architecture` where the package is for all.
+pub fn resign(
+    input: &Path,
+    output: &Path,
+    signer: &RecordSigner,
+    default_architecture: &str,
+) -> Result<Resigned, Error> {
+    let bytes = super::read(input)?;
+    let (resigned, package) = resign_bytes(&bytes, input, signer, default_architecture)?;
+    if package.is_some() || !same_file(input, output) {
+        write(input, output, package.as_deref().unwrap_or(&bytes))?;
+    }
+    Ok(resigned)
+}
+
+/// Re-signs the package `bytes`, which messages call `input`: how it went, and the new
+/// package if it changed.
+pub fn resign_bytes(
+    bytes: &[u8],
+    input: &Path,
+    signer: &RecordSigner,
+    default_architecture: &str,
+) -> Result<(Resigned, Option<Vec<u8>>), Error> {
+    let parts = Parts::of(bytes).map_err(Error::msg)?;
+    let control_tar = parts.control_tar().map_err(Error::msg)?;
+    let about = control::read(&control_tar).map_err(Error::msg)?;
+    let native = super::native(&about.architecture, default_architecture).map_err(Error::msg)?;
+    let (data_index, compression) = parts.data;
+    let data = parts.members[data_index].data;
+    let mut resigned = Resigned::default();
+    let rewritten = if holds_elf(data, compression)? {
+        let rewritten = rewrite_data(data, compression, input, native, signer, &mut resigned)?;
+        Some(rewritten).filter(|(_, changes)| !changes.md5.is_empty())
+    } else {
+        None
+    };
+    let package = match rewritten {
+        None => None,
+        Some((new_data, changes)) => {
+            resigned.changed = true;
+            let (control_index, control_compression) = parts.control;
+            let new_control =
+                compress(control_compression, &control::rewrite(&control_tar, &changes).map_err(Error::msg)?)
+                    .map_err(|e| Error::msg(format!("control.tar: {e}")))?;
+            let mut out = ar::MAGIC.to_vec();
+            for (index, member) in parts.members.iter().enumerate() {
+                let contents = match index {
+                    i if i == data_index => &new_data[..],
+                    i if i == control_index => &new_control[..],
+                    _ => member.data,
+                };
+                ar::append(&mut out, member.header, contents).map_err(Error::msg)?;
+            }
+            Some(out)
+        }
+    };
+    Ok((resigned, package))
+}
+
+/// Whether the tar stream holds a regular file that starts as ELF does (or a file kind elfsig
+/// must refuse): only then is it read again to be rewritten.
+fn holds_elf(data: &[u8], compression: Compression) -> Result<bool, Error> {
+    let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
+    let mut reader = tar::Reader::new(compression.decoder(data).map_err(|e| failed(&e))?);
+    while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| failed(&e))? {
+        match entry.header.kind() {
+            Kind::Sparse => return Ok(true),
+            Kind::Regular => {
+                let mut magic = Vec::with_capacity(4);
+                reader.contents().take(4).read_to_end(&mut magic).map_err(|e| failed(&e))?;
+                if magic == b"\x7fELF" {
+                    return Ok(true);
+                }
+            }
+            Kind::Other | Kind::HardLink => {}
+        }
+    }
+    Ok(false)
+}
+
+/// The `data.tar` member with its ELF files signed, compressed as it was, and what changed.
+fn rewrite_data(
+    data: &[u8],
+    compression: Compression,
+    package: &Path,
+    native: Machines,
+    signer: &RecordSigner,
+    resigned: &mut Resigned,
+) -> Result<(Vec<u8>, Changes), Error> {
+    let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
+    let mut reader = tar::Reader::new(compression.decoder(data).map_err(|e| failed(&e))?);
+    let mut out = compression.encoder().map_err(|e| failed(&e))?;
+    let mut changes = Changes::default();
+    let mut end = Vec::new();
+    while let Some(mut entry) = reader.next_entry(&mut end).map_err(|e| failed(&e))? {
+        let written = match entry.header.kind() {
+            Kind::Sparse => return Err(sparse(&entry)),
+            Kind::Other => tar::write_entry(&mut out, &entry, &mut reader.contents()),
+            // Another name of a signed file: md5sums lists it too.
+            Kind::HardLink => {
+                if let Some(sum) = changes.md5.get(entry.relative_link()).copied() {
+                    changes.md5.insert(entry.relative_path().to_vec(), sum);
+                }
+                tar::write_entry(&mut out, &entry, &mut reader.contents())
+            }
+            Kind::Regular => match files::examine(&mut reader, &entry, package, native)? {
+                Found::Other(first) => {
+                    tar::write_entry(&mut out, &entry, &mut first.as_slice().chain(reader.contents()))
+                }
+                Found::Elf { mut file, skip: Some(skip), .. } => {
+                    *resigned.skipped.entry(skip).or_default() += 1;
+                    files::rewound(&mut file.file, &file.path)?;
+                    tar::write_entry(&mut out, &entry, &mut file.file)
+                }
+                Found::Elf { file, md5, skip: None } => {
+                    let mut signed = files::scratch(&file.path)?;
+                    let mut hashing = HashingWriter::new(&mut signed);
+                    sign::sign_open(&file, signer, &mut hashing, &file.path)?;
+                    let (len, new_md5) = (hashing.len, hashing.finish());
+                    resigned.signed += 1;
+                    if len != entry.size || new_md5 != md5 {
+                        if entry.size_in_pax {
+                            return Err(Error::msg(format!(
+                                "{}: its size is in a pax record, which elfsig does not rewrite",
+                                file.path.display()
+                            )));
+                        }
+                        changes.md5.insert(entry.relative_path().to_vec(), new_md5);
+                        changes.installed_kib += files::kib(len) - files::kib(entry.size);
+                        entry.header.set_size(len);
+                        entry.size = len;
+                    }
+                    files::rewound(&mut signed, &file.path)?;
+                    tar::write_entry(&mut out, &entry, &mut signed)
+                }
+            },
+        };
+        written.map_err(|e| failed(&format!("{}: {e}", entry.display())))?;
+    }
+    out.write_all(&end).map_err(|e| failed(&e))?;
+    reader.rest(&mut out).map_err(|e| failed(&e))?;
+    Ok((out.finish().map_err(|e| failed(&e))?, changes))
+}
+
+/// The error for a sparse file, which dpkg cannot unpack either.
+pub fn sparse(entry: &tar::Entry) -> Error {
+    Error::msg(format!("data.tar: {}: a sparse file, which dpkg cannot unpack", entry.display()))
+}
+
+fn compress(compression: Compression, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder = compression.encoder()?;
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+/// Whether the two paths name one file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Writes `bytes` to `output` atomically, with `input`'s mode (and owner, in place).
+fn write(input: &Path, output: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let source = std::fs::File::open(input).map_err(|e| Error::io("cannot open", input, e))?;
+    let meta = source.metadata().map_err(|e| Error::io("cannot stat", input, e))?;
+    let keep = if same_file(input, output) { Keep::Everything } else { Keep::ModeAndXattrs };
+    let mut replacement = Replacement::new(output)?;
+    replacement.writer().write_all(bytes).map_err(|e| Error::io("cannot write", output, e))?;
+    replacement.commit(&source, &meta, keep)
+}
