@@ -17,8 +17,12 @@ use crate::deps::{self, FUZZ_TOOLS};
 use crate::{Result, flags, paths};
 
 /// The fuzz targets, and the crate whose `fuzz/` holds each.
-pub const TARGETS: &[(&str, &str)] =
-    &[("parse", "crates/elfsig-core"), ("payload", "crates/elfsig-core"), ("roundtrip", "crates/elfsig-cli")];
+pub const TARGETS: &[(&str, &str)] = &[
+    ("parse", "crates/elfsig-core"),
+    ("payload", "crates/elfsig-core"),
+    ("roundtrip", "crates/elfsig-cli"),
+    ("deb", "crates/elfsig-cli"),
+];
 
 /// Largest seed and input: enough for small real programs, small enough to fuzz quickly.
 const MAX_LEN: u64 = 256 * 1024;
@@ -189,7 +193,61 @@ fn write_corpus() -> Result<PathBuf> {
             write(&payload.join(name), &payload_bytes)?;
         }
     }
+    package_seeds(&root.join("deb"))?;
     Ok(root)
+}
+
+/// Seeds for the `deb` target: a small package dpkg-deb builds around `true`, a script and a
+/// hard link, in each compression, and each signed by `elfsig deb sign`.
+fn package_seeds(dir: &Path) -> Result {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let work = paths::target().join("fuzz-corpus-packages");
+    let _ = fs::remove_dir_all(&work);
+    let tree = work.join("tree");
+    let program = elfsig_fixtures::system_binary("true").ok_or("no `true` on this machine")?;
+    fs::create_dir_all(tree.join("DEBIAN")).map_err(|e| format!("cannot create {}: {e}", tree.display()))?;
+    fs::create_dir_all(tree.join("usr/bin")).map_err(|e| format!("cannot create {}: {e}", tree.display()))?;
+    fs::copy(&program, tree.join("usr/bin/true")).map_err(|e| format!("cannot copy {}: {e}", program.display()))?;
+    fs::hard_link(tree.join("usr/bin/true"), tree.join("usr/bin/also-true")).map_err(|e| e.to_string())?;
+    write(&tree.join("usr/bin/script"), b"#!/bin/sh\n")?;
+    write(
+        &tree.join("DEBIAN/control"),
+        b"Package: seed\nVersion: 1\nArchitecture: amd64\nMaintainer: elfsig <elfsig@example.org>\n\
+          Installed-Size: 100\nDescription: a fuzzing seed\n",
+    )?;
+    write(&tree.join("DEBIAN/md5sums"), b"00000000000000000000000000000000  usr/bin/true\n")?;
+    let unsigned = work.join("unsigned");
+    fs::create_dir_all(&unsigned).map_err(|e| format!("cannot create {}: {e}", unsigned.display()))?;
+    for compression in ["xz", "gzip", "zstd", "none"] {
+        let deb = unsigned.join(format!("seed-{compression}.deb"));
+        Cmd::new("dpkg-deb")
+            .args(["--root-owner-group", "--build", &format!("-Z{compression}")])
+            .arg(&tree)
+            .arg(&deb)
+            .read()?;
+    }
+    let elfsig = crate::tools::build_cli()?;
+    let signed = work.join("signed");
+    let (key, cert) = (work.join("key.pem"), work.join("cert.pem"));
+    Cmd::new(&elfsig).args(["-q", "keygen", "--bits", "2048", "--key"]).arg(&key).arg("--cert").arg(&cert).run()?;
+    Cmd::new(&elfsig)
+        .args(["-q", "deb", "sign", "--key"])
+        .arg(&key)
+        .arg("--cert")
+        .arg(&cert)
+        .arg("-o")
+        .arg(&signed)
+        .arg(&unsigned)
+        .run()?;
+    for (from, suffix) in [(&unsigned, ""), (&signed, ".signed")] {
+        for entry in fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            fs::copy(&path, dir.join(format!("{name}{suffix}")))
+                .map_err(|e| format!("cannot copy {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn small_file(path: &Path) -> Option<Vec<u8>> {
