@@ -29,6 +29,12 @@ installkernel() {
 }
 
 install() {
+    # dracut finds libraries with ldd, which runs the dynamic loader directly: under
+    # `elfsig loader deny` the module refuses that, and the initramfs would lack them.
+    if ! ldd "$(command -v elfsig-guard)" 2>/dev/null | grep -q 'libc\.so'; then
+        derror "elfsig: ldd cannot list libraries: the module refuses running the dynamic loader directly (elfsig loader: deny); keep it at allow on hosts that rebuild their initramfs"
+        return 1
+    fi
     inst_hook pre-udev 00 "$moddir/elfsig-load.sh"
     inst_multiple elfsig-guard
     [ -f /etc/modprobe.d/elfsig.conf ] && inst_simple /etc/modprobe.d/elfsig.conf
