@@ -1,7 +1,9 @@
 //! Signing throughput on the host (suite `signing`): `elfsig sign --recursive` over a tree of
 //! real programs, in files per second, with RSA-3072 and ECDSA P-256 keys from files and on a
-//! SoftHSM2 token, on one core and on all. The configurations are interleaved round by round
-//! (rotating order), and every run starts from the same unsigned tree.
+//! SoftHSM2 token, on one core and on all; and `elfsig deb sign` over a directory of Debian
+//! packages (xz, as Debian's), in packages and megabytes per second. The configurations are
+//! interleaved round by round (rotating order), and every run starts from the same unsigned
+//! tree.
 
 use elfsig_guest::image::BenchEffort;
 use std::fmt::Write as _;
@@ -43,11 +45,51 @@ pub fn measure(elfsig: &Path, keys: &TestKeys, effort: BenchEffort) -> Result<Re
             configurations.push((name, key, threads));
         }
     }
+    // Packages: the RSA key file, one core and all.
+    let packages_dir = dir.join("packages");
+    let (packages, package_bytes) = make_packages(&packages_dir, effort.pick(16, 8, 2))?;
+    let signed_packages = dir.join("packages-signed");
+    let mut configurations: Vec<(&str, &KeyPair, usize, bool)> =
+        configurations.into_iter().map(|(name, key, threads)| (name, key, threads, false)).collect();
+    for threads in [1, cores] {
+        configurations.push((PACKAGES, &keys.kernel, threads, true));
+    }
     for run in 0..rounds {
         eprintln!("xtask: signing throughput, round {}/{rounds}", run + 1);
         let mut order = configurations.clone();
         order.rotate_left(run % configurations.len());
-        for (name, key, threads) in order {
+        for (name, key, threads, packaged) in order {
+            let cores = cores_name(threads);
+            if packaged {
+                let _ = fs::remove_dir_all(&signed_packages);
+                let start = Instant::now();
+                Cmd::new(elfsig)
+                    .env("RAYON_NUM_THREADS", threads.to_string())
+                    .args(["-q", "deb", "sign", "--key"])
+                    .arg(&key.key)
+                    .arg("--cert")
+                    .arg(&key.cert)
+                    .arg("--output-dir")
+                    .arg(&signed_packages)
+                    .arg(&packages_dir)
+                    .run()?;
+                let seconds = start.elapsed().as_secs_f64();
+                let record = |case: String, value: f64, unit: &str| Record {
+                    suite: SUITE.into(),
+                    case,
+                    config: cores.clone(),
+                    run,
+                    value,
+                    unit: unit.into(),
+                };
+                results.records.push(record(format!("{name}-{cores}"), packages as f64 / seconds, "packages/s"));
+                results.records.push(record(
+                    format!("{name}-mb-{cores}"),
+                    package_bytes as f64 / 1e6 / seconds,
+                    "MB/s",
+                ));
+                continue;
+            }
             let _ = fs::remove_dir_all(&tree);
             Cmd::new("cp").args(["-a"]).arg(&pristine).arg(&tree).run()?;
             let start = Instant::now();
@@ -55,8 +97,8 @@ pub fn measure(elfsig: &Path, keys: &TestKeys, effort: BenchEffort) -> Result<Re
             let seconds = start.elapsed().as_secs_f64();
             results.records.push(Record {
                 suite: SUITE.into(),
-                case: format!("{name}-{}", cores_name(threads)),
-                config: cores_name(threads),
+                case: format!("{name}-{cores}"),
+                config: cores,
                 run,
                 value: files as f64 / seconds,
                 unit: "files/s".into(),
@@ -64,7 +106,50 @@ pub fn measure(elfsig: &Path, keys: &TestKeys, effort: BenchEffort) -> Result<Re
         }
     }
     let _ = fs::remove_dir_all(&tree);
+    let _ = fs::remove_dir_all(&signed_packages);
     Ok(results)
+}
+
+/// The case name of `deb sign`'s runs.
+const PACKAGES: &str = "deb-rsa-3072-file";
+
+/// `count` Debian packages under `dir`, built by dpkg-deb with xz (Debian's default): each
+/// holds the programs in [`PROGRAMS`], a hard link, a script and documentation, as packages
+/// do. Returns how many, and their bytes.
+fn make_packages(dir: &Path, count: usize) -> Result<(usize, u64)> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tree = dir.join("tree");
+    let mut bytes = 0;
+    for i in 0..count {
+        let _ = fs::remove_dir_all(&tree);
+        let bin = tree.join("usr/bin");
+        let doc = tree.join(format!("usr/share/doc/bench-{i}"));
+        for d in [&bin, &doc, &tree.join("DEBIAN")] {
+            fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+        for program in PROGRAMS {
+            let from = crate::vm::initramfs::system(program)?;
+            fs::copy(&from, bin.join(format!("{program}-{i}"))).map_err(|e| format!("cannot copy {program}: {e}"))?;
+        }
+        fs::hard_link(bin.join(format!("ls-{i}")), bin.join(format!("dir-{i}"))).map_err(|e| e.to_string())?;
+        let text = "A line of documentation, as packages carry.\n".repeat(2000);
+        fs::write(doc.join("README"), &text).map_err(|e| format!("cannot write the documentation: {e}"))?;
+        fs::write(bin.join(format!("script-{i}")), "#!/bin/sh\necho hello\n").map_err(|e| e.to_string())?;
+        fs::write(
+            tree.join("DEBIAN/control"),
+            format!(
+                "Package: bench-{i}\nVersion: 1.0-1\nArchitecture: amd64\nMaintainer: elfsig <elfsig@example.org>\n\
+                 Installed-Size: 2000\nDescription: a package to re-sign\n"
+            ),
+        )
+        .map_err(|e| format!("cannot write the control file: {e}"))?;
+        let deb = dir.join(format!("bench-{i}_1.0-1_amd64.deb"));
+        Cmd::new("dpkg-deb").args(["--root-owner-group", "--build", "-Zxz"]).arg(&tree).arg(&deb).read()?;
+        bytes += fs::metadata(&deb).map_err(|e| format!("cannot stat {}: {e}", deb.display()))?.len();
+    }
+    fs::remove_dir_all(&tree).map_err(|e| format!("cannot remove {}: {e}", tree.display()))?;
+    Ok((count, bytes))
 }
 
 fn cores_name(threads: usize) -> String {
@@ -101,7 +186,7 @@ pub fn markdown(results: &Results) -> String {
          | key | cores | files/s (mean ± sd) | vs RSA-3072 file, same cores |\n|---|---:|---:|---:|\n",
     );
     let mut cases: Vec<(String, String)> = Vec::new();
-    for r in results.records.iter().filter(|r| r.suite == SUITE) {
+    for r in results.records.iter().filter(|r| r.suite == SUITE && !r.case.starts_with(PACKAGES)) {
         if !cases.iter().any(|(case, _)| *case == r.case) {
             cases.push((r.case.clone(), r.config.clone()));
         }
@@ -112,6 +197,23 @@ pub fn markdown(results: &Results) -> String {
         let key = case.strip_suffix(&format!("-{cores}")).unwrap_or(case);
         let reference = mean_sd(&results.values(SUITE, &format!("rsa-3072-file-{cores}"), cores)).0;
         let _ = writeln!(md, "| {key} | {cores} | {mean:.0} ± {sd:.0} | {:.2}× |", mean / reference);
+    }
+    md.push_str(
+        "\n`elfsig deb sign` over a directory of Debian packages built by dpkg-deb with xz (each: \
+         ls, cp, tar and grep, a hard link, a script, documentation), RSA-3072 key file, every \
+         package re-signed and compressed again from the same unsigned ones in every run; MB are \
+         the input packages' bytes.\n\n| cores | packages/s (mean ± sd) | MB/s (mean ± sd) |\n|---:|---:|---:|\n",
+    );
+    let mut cores_seen: Vec<String> = Vec::new();
+    for r in results.records.iter().filter(|r| r.suite == SUITE && r.unit == "packages/s") {
+        if !cores_seen.contains(&r.config) {
+            cores_seen.push(r.config.clone());
+        }
+    }
+    for cores in &cores_seen {
+        let (packages, packages_sd) = mean_sd(&results.values(SUITE, &format!("{PACKAGES}-{cores}"), cores));
+        let (mb, mb_sd) = mean_sd(&results.values(SUITE, &format!("{PACKAGES}-mb-{cores}"), cores));
+        let _ = writeln!(md, "| {cores} | {packages:.1} ± {packages_sd:.1} | {mb:.2} ± {mb_sd:.2} |");
     }
     md.push('\n');
     md
