@@ -24,6 +24,13 @@ pub fn run_in_with_bind(root: &Path, source: &Path, target: &str, script: &str) 
     entering(root, script, &enter).arg(target).arg(source).run()
 }
 
+/// As [`run_in`], on an overlay of `root` whose changes go to `scratch` (`upper/`), so that
+/// `root` stays as it is; with this machine's DNS resolver, for what the script downloads.
+pub fn run_in_overlay(root: &Path, scratch: &Path, script: &str) -> Result {
+    let enter = r#"mkdir -p "$2/upper" "$2/work" "$2/merged" && mount -t overlay overlay -o "lowerdir=$0,upperdir=$2/upper,workdir=$2/work" "$2/merged" && rm -f "$2/merged/etc/resolv.conf" && cp /etc/resolv.conf "$2/merged/etc/resolv.conf" && mount -t proc proc "$2/merged/proc" && exec chroot "$2/merged" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -c "$1""#;
+    entering(root, script, enter).arg(scratch).run()
+}
+
 /// As [`run_in`], for a script that is expected to fail: its exit status and output, whatever
 /// they are.
 pub fn output_in(root: &Path, script: &str) -> Result<std::process::Output> {

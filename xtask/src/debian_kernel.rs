@@ -27,7 +27,7 @@ const PACKAGE_VERSION: &str = "7.2.12-1~bpo13+1";
 pub const NAME: &str = "debian-7.2";
 
 /// The archive; `ELFSIG_DEBIAN_MIRROR` overrides it.
-const MIRROR: &str = "http://deb.debian.org/debian";
+pub const MIRROR: &str = "http://deb.debian.org/debian";
 
 /// What the build root needs on this machine (modinfo, from kmod, reads the module built there).
 pub const HOST_TOOLS: &[Need] = &[Need::Deb("mmdebstrap"), Need::Deb("util-linux"), Need::Deb("kmod")];

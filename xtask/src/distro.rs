@@ -12,6 +12,7 @@
 //! holds. Then the same system unsigned boots in permissive mode, and every file that would
 //! have been refused is listed: what an administrator does before switching to enforce.
 
+mod archive;
 mod bench;
 pub mod image;
 mod secure_boot;
@@ -19,7 +20,7 @@ mod secure_boot;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, TO_SIGN};
+use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN};
 
 use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::TestKeys;
@@ -58,13 +59,19 @@ impl Inputs {
         Ok(Inputs { debian, keys, certs, elfsig, guard, guest, bench })
     }
 
-    fn make(&self, variant: image::Variant<'_>, for_checks: bool) -> Result<image::Image> {
+    fn make(
+        &self,
+        variant: image::Variant<'_>,
+        for_checks: bool,
+        archives: Option<&archive::Archives>,
+    ) -> Result<image::Image> {
         let parts = image::Parts {
             elfsig: &self.elfsig,
             guard: &self.guard,
             guest: &self.guest,
             bench: &self.bench,
             certs: &self.certs,
+            archives,
         };
         image::make(&self.debian, &parts, variant, for_checks)
     }
@@ -95,13 +102,14 @@ pub fn signed_image() -> Result<image::Image> {
         return Ok(image);
     }
     let inputs = Inputs::build()?;
-    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false)
+    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, None)
 }
 
 /// Builds the images (from the cached Debian 13 root), boots both and checks them.
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
-    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true)?;
+    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel)?;
+    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, Some(&archives))?;
     *signed_made()? = Some(signed.clone());
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at
     // once (the disk is a copy-on-write snapshot for each). Both are checked even when one
@@ -111,17 +119,26 @@ pub fn test() -> Result {
     let with_tools = format!("{check}initramfs-tools {DISTRO_SECURE_BOOT}=on");
     let with_dracut = format!("{check}dracut");
     // initramfs-tools' the way a Debian host with Secure Boot boots: through the firmware, shim
-    // and grub, which start the kernel and initramfs in the image's /boot.
+    // and grub, which start the kernel and initramfs in the image's /boot. That boot also
+    // upgrades the system from its signed archive, on a disk of its own that keeps what it
+    // wrote (a qcow2 overlay of the image), for the boot after: the same chain then starts the
+    // initramfs the upgrade rebuilt.
     let firmware = signed.firmware.as_ref().ok_or("no firmware for Secure Boot")?;
     let dir = paths::target().join("distro");
-    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", image::FS_UUID, &with_tools)?;
-    let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &with_tools);
+    let kept = dir.join("distro-upgrade.qcow2");
+    qemu::overlay(&signed.disk, &kept)?;
+    let upgrading = format!("{with_tools} {DISTRO_UPGRADE}=upgrade");
+    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", image::FS_UUID, &upgrading)?;
+    let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &upgrading);
     secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
+    secure.disk = Some(qemu::Disk::Kept(&kept));
+    // apt, the initramfs rebuilt and every file verified, under emulation.
+    secure.timeout_secs = 2400;
     let boots = [secure, system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut)];
     // The unsigned image is made meanwhile, on what the two guests leave of the CPUs (they wait
     // on timers and devices in their early boot).
     let (checked, unsigned) = std::thread::scope(|scope| {
-        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false));
+        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false, None));
         let checked: Vec<Result> =
             qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
         (checked, making.join().unwrap_or_else(|_| Err("making the unsigned image panicked".into())))
@@ -132,17 +149,32 @@ pub fn test() -> Result {
         // What the boots found is said too.
         [enforced.clone().err(), dracut.clone().err(), Some(e)].into_iter().flatten().collect::<Vec<_>>().join("\n")
     })?;
-    // audit=1: the kernel holds the module's records from boot on for the first audit daemon.
-    let discover = format!("{DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536");
-    let console = boot(&unsigned, "distro-discover", &discover)?;
+    // The unsigned system in permissive mode, and (when the upgrade went through) the upgraded
+    // one rebooted, at once. audit=1: the kernel holds the module's records from boot on for the
+    // first audit daemon.
+    let discover = format!(
+        "{} {DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536",
+        root(disk(&unsigned))
+    );
+    let mut boots = vec![system_boot(&unsigned, &unsigned.initrd, "distro-discover", &discover)];
+    let rebooted = format!("{with_tools} {DISTRO_UPGRADE}=upgraded");
+    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-upgraded", image::FS_UUID, &rebooted)?;
+    if enforced.is_ok() {
+        let mut upgraded = system_boot(&signed, &signed.initrd, "distro-upgraded", &rebooted);
+        upgraded.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
+        upgraded.disk = Some(qemu::Disk::Kept(&kept));
+        boots.push(upgraded);
+    }
+    let mut runs = qemu::boot_each(&boots).into_iter();
+    let console =
+        runs.next().ok_or("no discovery boot")?.and_then(|run| vm::check_report(&run.console).map(|()| run.console))?;
+    let upgraded = runs.next().map_or(Ok(()), |run| run.and_then(|run| vm::check_report(&run.console)));
     let list: Vec<&str> = console.lines().filter_map(|l| l.strip_prefix("# ")?.strip_prefix(TO_SIGN)).collect();
     let path = paths::target().join("distro/to-sign.txt");
     fs::write(&path, list.join("\n") + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("xtask: permissive mode found {} files left to sign; listed in {}", list.len(), path.display());
-    match (enforced, dracut) {
-        (Err(enforced), Err(dracut)) => Err(format!("{enforced}\n{dracut}")),
-        (enforced, dracut) => enforced.and(dracut),
-    }
+    let failures: Vec<String> = [enforced, dracut, upgraded].into_iter().filter_map(Result::err).collect();
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n")) }
 }
 
 /// The kernel command line's words that mount the image on `disk` as the root file system.
@@ -170,12 +202,4 @@ fn system_boot<'a>(image: &'a image::Image, initrd: &'a Path, label: &'a str, ap
         clock: qemu::Clock::Host,
         uefi: None,
     }
-}
-
-/// Boots `image` and checks the report; returns the console.
-fn boot(image: &image::Image, label: &str, append: &str) -> Result<String> {
-    let append = format!("{} {append}", root(disk(image)));
-    let run = qemu::boot(&system_boot(image, &image.initrd, label, &append))?;
-    vm::check_report(&run.console)?;
-    Ok(run.console)
 }

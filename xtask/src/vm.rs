@@ -19,6 +19,7 @@ use std::path::Path;
 /// mkfs.btrfs makes the image the subvolume case mounts.
 pub const VM_PACKAGES: &[Need] = &[
     Need::Deb("qemu-system-x86"),
+    Need::Deb("qemu-utils"),
     Need::Deb("busybox-static"),
     Need::Deb("openssl"),
     Need::Deb("binutils"),

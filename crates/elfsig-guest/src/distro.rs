@@ -11,10 +11,10 @@ use std::os::unix::fs::PermissionsExt;
 use elfsig_control::Mode;
 use elfsig_guest::debian::{self, WORKLOAD, booted, module_state, run_case, sh, shell_runs, system_state};
 use elfsig_guest::harness::{self, Context, Stats, Suite, ensure};
-use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, TO_SIGN};
+use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
-use crate::secure_boot;
+use crate::{secure_boot, upgrade};
 
 /// Where the checks put their files: on the root file system, as a user's would be.
 const WORK: &str = "/root/elfsig-check";
@@ -25,8 +25,9 @@ const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
 
 /// Runs the checks the kernel command line names, then ends the VM.
 pub(crate) fn run() {
-    match elfsig_guest::cmdline(DISTRO_CHECK).as_deref() {
-        Some("discover") => discover(),
+    match (elfsig_guest::cmdline(DISTRO_CHECK).as_deref(), elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref()) {
+        (Some("discover"), _) => discover(),
+        (_, Some("upgraded")) => upgrade::upgraded(),
         _ => enforce(),
     }
     debian::end();
@@ -193,6 +194,9 @@ fn enforce() {
         print_stats(&harness::stats()?);
         ensure(out.status.success(), || format!("elfsig status exited with {}", out.status))
     });
+    if elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref() == Some("upgrade") {
+        upgrade::upgrade(&mut suite);
+    }
     suite.run("elfsig: the signed Debian system under enforce");
 }
 

@@ -132,6 +132,28 @@ pub const DISTRO_INITRAMFS: &str = "elfsig_initramfs";
 /// The kernel command line word (`on`) that says the Debian system was booted through UEFI
 /// firmware with Secure Boot enforced, shim and grub, and must show it.
 pub const DISTRO_SECURE_BOOT: &str = "elfsig_secure_boot";
+/// The kernel command line word (`on`) that has the Debian system kept up to date from its
+/// signed archive (`apt-get upgrade` and `install` under enforce, then a reboot into the
+/// initramfs the upgrade rebuilt): the Secure Boot boot, whose boot loader starts the
+/// system's own kernel and initramfs.
+pub const DISTRO_UPGRADE: &str = "elfsig_upgrade";
+/// The Debian system's archive of packages re-signed by `elfsig deb sign` (a flat repository).
+pub const ARCHIVE: &str = "/srv/elfsig-archive";
+/// A second repository, with [`ARCHIVE_UNMODIFIED`] as Debian ships it.
+pub const OTHER_ARCHIVE: &str = "/srv/other-archive";
+/// The package the archive holds rebuilt with a higher version, so that an upgrade always
+/// happens; its trigger rebuilds the initramfs (its `modprobe` is in it).
+pub const ARCHIVE_REBUILT: &str = "kmod";
+/// The suffix of the rebuilt package's version.
+pub const ARCHIVE_REBUILT_SUFFIX: &str = "+elfsig1";
+/// A package the system installs from the archive, whose maintainer script runs what it just
+/// installed (`ssh-keygen`).
+pub const ARCHIVE_INSTALLED: &str = "openssh-server";
+/// A package with a program, not installed, as Debian ships it: the gate refuses it.
+pub const ARCHIVE_UNMODIFIED: &str = "hello";
+/// The certificates the Debian system's package gate trusts (`apt/`).
+pub const GATE_CERTS: &str = "/etc/elfsig/trusted.pem";
+
 /// In the Debian system's permissive boot, each file that would have been refused is a
 /// diagnostic line starting with this, followed by the path and the cause in parentheses.
 pub const TO_SIGN: &str = "to sign: ";

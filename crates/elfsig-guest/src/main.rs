@@ -11,6 +11,7 @@ mod secure_boot;
 mod stress;
 mod tamper;
 mod unprivileged;
+mod upgrade;
 
 use elfsig_guest::harness::Suite;
 use elfsig_guest::image;

@@ -35,6 +35,8 @@ pub struct Parts<'a> {
     /// The certificates (concatenated DER) the module embeds, as `cargo xtask dkms --cert` stages
     /// them.
     pub certs: &'a [u8],
+    /// The signed system's package archives and gate (the checks only).
+    pub archives: Option<&'a super::archive::Archives>,
 }
 
 /// Which system.
@@ -94,6 +96,9 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
         .run()?;
     let release = debian_kernel::RELEASE;
     install(&root, parts, variant)?;
+    if let (Some(archives), Variant::Signed(key)) = (parts.archives, variant) {
+        super::archive::install(&root, archives, &key.cert)?;
+    }
     dkms_install(&root, &debian.root, parts.certs)?;
     let firmware = match variant {
         Variant::Signed(_) if for_checks => Some(super::secure_boot::prepare(&root, &dir, name)?),

@@ -47,6 +47,9 @@ pub enum Disk<'a> {
     /// the guest's clock jumps over the waits, and the instructions a boot counts change from
     /// one boot to the next with what ran meanwhile.
     Virtio(&'a Path),
+    /// A qcow2 overlay of a raw image ([`overlay`]) as a virtio disk, `/dev/vda`: what a boot
+    /// writes stays in the overlay, for the next boot of it; the image stays as it is.
+    Kept(&'a Path),
     /// An NVDIMM (persistent memory), `/dev/pmem0` (ACPI's `nfit` and `nd_pmem` drivers): the
     /// image mapped into the guest's physical memory, privately (its writes stay in QEMU's
     /// memory). Reading it is copying memory, counted as instructions like any other, and
@@ -60,10 +63,22 @@ impl Disk<'_> {
     /// The block device the guest sees.
     pub fn device(&self) -> &'static str {
         match self {
-            Disk::Virtio(_) => "/dev/vda",
+            Disk::Virtio(_) | Disk::Kept(_) => "/dev/vda",
             Disk::Nvdimm(_) => "/dev/pmem0",
         }
     }
+}
+
+/// Makes `overlay`, a qcow2 file over the raw `image` that takes a [`Disk::Kept`]'s writes
+/// (qemu-img, from qemu-utils: in `vm::VM_PACKAGES`).
+pub fn overlay(image: &Path, overlay: &Path) -> Result {
+    let _ = std::fs::remove_file(overlay);
+    let image = image.canonicalize().map_err(|e| format!("cannot find {}: {e}", image.display()))?;
+    crate::cmd::Cmd::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+        .arg(image)
+        .arg(overlay)
+        .run()
 }
 
 /// UEFI firmware with Secure Boot enforced (OVMF, which needs SMM for it) that boots from an
@@ -105,14 +120,9 @@ pub struct Run {
     pub accel: &'static str,
 }
 
-/// Boots and returns what the console printed. Report lines (KTAP results and diagnostics,
-/// bench progress; not raw bench measurements) are echoed as they arrive, with the time since
-/// boot.
-pub fn boot(boot: &Boot<'_>) -> Result<Run> {
-    boot_all(std::slice::from_ref(boot))?.pop().ok_or_else(|| "no VM ran".into())
-}
-
-/// Boots every VM at once and waits for all of them; fails if any fails.
+/// Boots every VM at once and waits for all of them; fails if any fails. Report lines (KTAP
+/// results and diagnostics, bench progress; not raw bench measurements) are echoed as they
+/// arrive, with the time since boot.
 pub fn boot_all(boots: &[Boot<'_>]) -> Result<Vec<Run>> {
     boot_each(boots).into_iter().collect()
 }
@@ -166,14 +176,14 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let mut memory = boot.memory_mb.to_string();
     match (boot.disk, boot.uefi) {
         (None, _) => {}
-        (Some(Disk::Virtio(disk)), None) => {
-            cmd.arg("-drive").arg(drive(disk, ",if=virtio"));
+        (Some(disk @ (Disk::Virtio(_) | Disk::Kept(_))), None) => {
+            cmd.arg("-drive").arg(drive(disk, ",if=virtio")?);
         }
         // In the boot order too, after the ESP: OVMF connects only the disks the order names,
         // and grub would not see the root file system.
-        (Some(Disk::Virtio(disk)), Some(_)) => {
+        (Some(disk @ (Disk::Virtio(_) | Disk::Kept(_))), Some(_)) => {
             cmd.arg("-drive")
-                .arg(drive(disk, ",if=none,id=root"))
+                .arg(drive(disk, ",if=none,id=root")?)
                 .args(["-device", "virtio-blk-pci,drive=root,bootindex=1"]);
         }
         (Some(Disk::Nvdimm(_)), Some(_)) => return Err(format!("{}: an NVDIMM is not a UEFI boot disk", boot.label)),
@@ -213,7 +223,7 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
                 .arg("-drive")
                 .arg(vars)
                 .arg("-drive")
-                .arg(drive(uefi.esp, ",if=none,id=esp"))
+                .arg(drive(Disk::Virtio(uefi.esp), ",if=none,id=esp")?)
                 .args(["-device", "virtio-blk-pci,drive=esp,bootindex=0"]);
         }
     }
@@ -319,12 +329,19 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 /// A raw disk image for `-drive`, the guest's writes going to a throwaway overlay; `options`
 /// says how it is attached.
-fn drive(disk: &Path, options: &str) -> std::ffi::OsString {
+/// A `-drive` for a raw image, whose writes go to a snapshot QEMU forgets, or for an overlay,
+/// which keeps them.
+fn drive(disk: Disk<'_>, options: &str) -> Result<std::ffi::OsString> {
+    let (path, format) = match disk {
+        Disk::Virtio(path) => (path, ",format=raw,snapshot=on"),
+        Disk::Kept(path) => (path, ",format=qcow2"),
+        Disk::Nvdimm(path) => return Err(format!("{}: an NVDIMM is not a drive", path.display())),
+    };
     let mut drive = std::ffi::OsString::from("file=");
-    drive.push(disk);
-    drive.push(",format=raw,snapshot=on");
+    drive.push(path);
+    drive.push(format);
     drive.push(options);
-    drive
+    Ok(drive)
 }
 
 /// The kernel command line of every boot, before `append`. tsc=reliable: under emulation the

@@ -1,0 +1,164 @@
+//! Keeping the signed Debian system up to date under enforce (`cargo xtask distro`'s Secure Boot
+//! boot, `elfsig_upgrade=upgrade`): the gate refuses a package as Debian ships it before dpkg
+//! unpacks anything, through APT and through `dpkg -i`; then `apt-get upgrade` and
+//! `apt-get install` from the archive of re-signed packages run their maintainer scripts and
+//! triggers (the initramfs rebuilt among them) without a single refusal, and leave the system
+//! whole. The next boot (`elfsig_upgrade=upgraded`) starts from the initramfs the upgrade made.
+
+use std::path::Path;
+
+use elfsig_control::Mode;
+use elfsig_guest::debian::{booted, module_state, sh};
+use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
+use elfsig_guest::image::{
+    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, GATE_CERTS, OTHER_ARCHIVE,
+};
+
+/// What the upgrade leaves for the next boot to compare with: the initramfs's digest before.
+const BEFORE: &str = "/var/lib/elfsig-check/initramfs-before-upgrade";
+
+/// Runs `script` with sh; its output (both streams), and whether it exited 0.
+fn run(script: &str) -> Result<(bool, String), String> {
+    let out = sh(&format!("{script} 2>&1")).context(script)?;
+    Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// The last lines of `output`, for a failure's message.
+fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join(" | ")
+}
+
+/// Runs `script`, which must succeed.
+fn succeeds(script: &str) -> Outcome {
+    let (ok, output) = run(script)?;
+    ensure(ok, || format!("`{script}` failed: {}", tail(&output)))
+}
+
+/// Whether dpkg has `package` installed.
+fn installed(package: &str) -> Result<bool, String> {
+    let (_, status) = run(&format!("dpkg-query -W -f='${{Status}}' {package}"))?;
+    Ok(status.trim() == "install ok installed")
+}
+
+/// The initramfs the running kernel boots from.
+fn initramfs() -> Result<String, String> {
+    let (ok, release) = run("uname -r")?;
+    ensure(ok, || "uname -r failed".into())?;
+    Ok(format!("/boot/initrd.img-{}", release.trim()))
+}
+
+/// Refusals the module counted and logged so far: execs, mappings, and its log lines.
+fn refusals() -> Result<(u64, u64, usize), String> {
+    let stats = harness::stats()?;
+    let logged = harness::kernel_log()?.iter().filter(|l| l.starts_with("elfsig: refused")).count();
+    Ok((stats.get("denied").copied().unwrap_or(0), stats.get("mmap_denied").copied().unwrap_or(0), logged))
+}
+
+/// APT's environment for a run nobody answers.
+const APT: &str = "DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Options::=--force-confold";
+
+/// The cases of the boot that upgrades, after the signed system's own.
+pub(crate) fn upgrade(suite: &mut Suite<'_>) {
+    suite.case("the system lists only its archives, and APT reads them", || succeeds("apt-get -q update"));
+    suite.case("the gate refuses a package as Debian ships it, before dpkg unpacks anything", || {
+        let (ok, output) = run(&format!("{APT} install {ARCHIVE_UNMODIFIED}"))?;
+        ensure(!ok && output.contains("the module would refuse"), || {
+            format!("apt-get install {ARCHIVE_UNMODIFIED} (exit ok: {ok}): {}", tail(&output))
+        })?;
+        ensure(!installed(ARCHIVE_UNMODIFIED)? && !Path::new("/usr/bin/hello").exists(), || {
+            format!("{ARCHIVE_UNMODIFIED} was unpacked after all")
+        })
+    });
+    suite.case("dpkg -i refuses it too, through dpkg's debsig-verify slot", || {
+        let (ok, output) = run(&format!("dpkg -i {OTHER_ARCHIVE}/{ARCHIVE_UNMODIFIED}_*.deb"))?;
+        ensure(!ok && output.contains("verification on package"), || {
+            format!("dpkg -i (exit ok: {ok}): {}", tail(&output))
+        })?;
+        ensure(!installed(ARCHIVE_UNMODIFIED)?, || format!("dpkg -i installed {ARCHIVE_UNMODIFIED}"))
+    });
+    suite.case(
+        "apt-get upgrade and install from the signed archive: scripts and triggers run, nothing refused",
+        || {
+            let before = refusals()?;
+            let initramfs = initramfs()?;
+            let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
+            std::fs::create_dir_all("/var/lib/elfsig-check").context("mkdir")?;
+            std::fs::write(BEFORE, digest).context(BEFORE)?;
+            let (ok, output) = run(&format!("{APT} upgrade"))?;
+            harness::diagnostic(format_args!("apt-get upgrade: {}", tail(&output)));
+            ensure(ok, || format!("apt-get upgrade failed: {}", tail(&output)))?;
+            let (ok, output) = run(&format!("{APT} install {ARCHIVE_INSTALLED}"))?;
+            ensure(ok, || format!("apt-get install {ARCHIVE_INSTALLED} failed: {}", tail(&output)))?;
+            let after = refusals()?;
+            ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
+        },
+    );
+    suite.case("the upgrade installed what it should and left dpkg clean", || {
+        let (_, version) = run(&format!("dpkg-query -W -f='${{Version}}' {ARCHIVE_REBUILT}"))?;
+        ensure(version.ends_with(ARCHIVE_REBUILT_SUFFIX), || format!("{ARCHIVE_REBUILT} is at {version}"))?;
+        ensure(installed(ARCHIVE_INSTALLED)?, || format!("{ARCHIVE_INSTALLED} is not installed"))?;
+        // Its postinst ran ssh-keygen, which it had just installed.
+        ensure(Path::new("/etc/ssh/ssh_host_ed25519_key").exists(), || "no SSH host key".into())?;
+        let (_, audit) = run("dpkg --audit")?;
+        ensure(audit.trim().is_empty(), || format!("dpkg --audit: {}", tail(&audit)))?;
+        let initramfs = initramfs()?;
+        let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
+        let before = std::fs::read_to_string(BEFORE).context(BEFORE)?;
+        ensure(digest != before, || format!("the upgrade did not rebuild {initramfs}"))
+    });
+    suite.case("after the upgrade: every ELF file verifies, set-user-ID and ping as nobody work", || {
+        succeeds(&format!("elfsig -q verify --cert {GATE_CERTS} --recursive /usr"))?;
+        let (_, said) = run("setpriv --reuid=nobody --regid=nogroup --clear-groups sudo -n true")?;
+        ensure(said.contains("password is required"), || format!("setuid sudo as nobody said {said:?}"))?;
+        succeeds("sudo -n true")?;
+        succeeds("setpriv --reuid=nobody --regid=nogroup --clear-groups ping -c1 -W5 127.0.0.1")?;
+        let (state, failed) = elfsig_guest::debian::system_state()?;
+        ensure(state == "running" && failed.is_empty(), || format!("systemd says {state:?}; failed: {failed}"))
+    });
+    // Last: the loader policy cannot go back to allow while the module is locked.
+    suite.case(
+        "under loader deny ldd cannot run: an initramfs rebuild fails, saying so, and keeps the one there is",
+        || {
+            let initramfs = initramfs()?;
+            let (_, before) = run(&format!("sha256sum {initramfs}"))?;
+            succeeds("elfsig loader deny")?;
+            let (ok, output) = run("update-initramfs -u")?;
+            ensure(!ok && output.contains("ldd cannot list libraries"), || {
+                format!("update-initramfs under loader deny (exit ok: {ok}): {}", tail(&output))
+            })?;
+            let (_, after) = run(&format!("sha256sum {initramfs}"))?;
+            ensure(after == before, || format!("{initramfs} changed"))
+        },
+    );
+}
+
+/// The boot after the upgrade: from the initramfs the upgrade's trigger made.
+pub(crate) fn upgraded() {
+    let mut suite = Suite::default();
+    suite.case("the upgraded system booted: systemd reached its default target, no unit failed", booted);
+    suite.case(
+        "from the initramfs the upgrade rebuilt, which loaded the module: enforcing, locked, guard active",
+        || {
+            let by = std::fs::read_to_string("/run/elfsig-initramfs").context("/run/elfsig-initramfs")?;
+            ensure(by.trim() == "initramfs-tools", || format!("the module was loaded by {:?}", by.trim()))?;
+            module_state(Mode::Enforce, true)?;
+            let initramfs = initramfs()?;
+            let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
+            let before = std::fs::read_to_string(BEFORE).context(BEFORE)?;
+            ensure(digest != before, || "booted from the initramfs of before the upgrade".into())?;
+            // The rebuilt package's programs are in it, and they are the signed ones installed.
+            let unpacked = "/tmp/elfsig-initramfs";
+            succeeds(&format!("rm -rf {unpacked} && unmkinitramfs {initramfs} {unpacked}"))?;
+            let (_, found) = run(&format!("find {unpacked} -path '*/usr/bin/kmod'"))?;
+            let inside = found.lines().next().ok_or("no kmod in the initramfs")?.to_owned();
+            succeeds(&format!("cmp {inside} /usr/bin/kmod"))
+        },
+    );
+    suite.case("nothing was refused in this boot", || {
+        let (execs, mappings, _) = refusals()?;
+        // The guard's canary, an unsigned memfd mapped executable, is its own proof.
+        ensure(execs == 0 && mappings == 1, || format!("{execs} execs and {mappings} mappings refused"))
+    });
+    suite.run("elfsig: the Debian system after its upgrade, rebooted");
+}
