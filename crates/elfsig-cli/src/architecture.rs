@@ -3,8 +3,8 @@
 //! firmware's ELF image for a co-processor).
 
 /// The ELF machines (`e_machine`) a kernel of one architecture runs without an emulator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Machines(&'static [u16]);
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machines(Vec<u16>);
 
 const EM_SPARC: u16 = 2;
 const EM_386: u16 = 3;
@@ -31,7 +31,7 @@ impl Machines {
     pub fn of_debian(architecture: &str) -> Option<Machines> {
         // Debian's ports for other kernels (hurd-i386, kfreebsd-amd64) run the same code.
         let cpu = architecture.rsplit('-').next().unwrap_or(architecture);
-        Some(Machines(match cpu {
+        let machines: &[u16] = match cpu {
             "amd64" | "x32" => &[EM_X86_64, EM_386],
             "i386" => &[EM_386],
             "arm64" => &[EM_AARCH64, EM_ARM],
@@ -49,7 +49,14 @@ impl Machines {
             "sh4" => &[EM_SH],
             "ia64" => &[EM_IA_64],
             _ => return None,
-        }))
+        };
+        Some(Machines(machines.to_vec()))
+    }
+
+    /// These and `other`'s.
+    pub fn and(mut self, other: &Machines) -> Machines {
+        self.0.extend(other.0.iter().filter(|m| !self.0.contains(m)).copied().collect::<Vec<_>>());
+        self
     }
 
     /// The Debian name of the architecture this program was built for.
@@ -73,11 +80,11 @@ impl Machines {
     /// Those of the machine this program runs on (every machine, if it is one elfsig does not
     /// know: nothing is then left alone as foreign).
     pub fn host() -> Machines {
-        Machines::of_debian(Machines::host_debian()).unwrap_or(Machines(&[]))
+        Machines::of_debian(Machines::host_debian()).unwrap_or(Machines(Vec::new()))
     }
 
     /// Whether code for `machine` runs natively (always, for an unknown architecture).
-    pub fn runs(self, machine: u16) -> bool {
+    pub fn runs(&self, machine: u16) -> bool {
         self.0.is_empty() || self.0.contains(&machine)
     }
 }
@@ -94,6 +101,8 @@ mod tests {
         assert!(arm64.runs(EM_AARCH64) && arm64.runs(EM_ARM) && !arm64.runs(EM_X86_64));
         assert_eq!(Machines::of_debian("hurd-i386"), Machines::of_debian("i386"));
         assert_eq!(Machines::of_debian("all"), None);
+        let both = Machines::of_debian("s390x").unwrap().and(&amd64);
+        assert!(both.runs(EM_S390) && both.runs(EM_X86_64) && !both.runs(EM_AARCH64));
         assert!(Machines::host().runs(if cfg!(target_arch = "x86_64") { EM_X86_64 } else { EM_AARCH64 }));
     }
 }

@@ -81,9 +81,13 @@ pub fn read(path: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))
 }
 
-/// The machines whose code a package for `architecture` holds natively: its own, or for
-/// `Architecture: all`, those of `default` (the architecture of the hosts it is for).
-pub fn native(architecture: &str, default: &str) -> Result<Machines, String> {
-    let architecture = if architecture == "all" { default } else { architecture };
-    Machines::of_debian(architecture).ok_or_else(|| format!("unknown architecture {architecture:?}"))
+/// The machines whose code a package for `architecture` holds natively, on hosts of `hosts`:
+/// the hosts' own, whatever the package says it is for, and the package's architecture's.
+pub fn native(architecture: &str, hosts: &str) -> Result<Machines, String> {
+    let unknown = |a: &str| format!("unknown architecture {a:?}");
+    let hosts = Machines::of_debian(hosts).ok_or_else(|| unknown(hosts))?;
+    if architecture == "all" {
+        return Ok(hosts);
+    }
+    Ok(hosts.and(&Machines::of_debian(architecture).ok_or_else(|| unknown(architecture))?))
 }

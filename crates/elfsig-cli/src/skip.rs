@@ -20,6 +20,18 @@ const SHF_EXECINSTR: u64 = 4;
 /// How many section headers are looked at to tell a debug file.
 const MAX_SECTIONS: u64 = 4096;
 
+/// Where a file is found, which some of the reasons to leave it alone depend on.
+#[derive(Clone, Copy, Debug)]
+pub enum Place<'a> {
+    /// In a tree `--recursive` walks, which may be a system's copy (`./root/usr/...`): firmware
+    /// is whatever a `lib/firmware` directory holds.
+    Tree(&'a Path),
+    /// In a package, by the path it is installed at, relative to `/`: firmware and debug files
+    /// count as such only where Debian installs them (`lib/firmware`, `usr/lib/firmware`,
+    /// `usr/lib/debug`), so that a package cannot have a program left alone by where it puts it.
+    Installed(&'a Path),
+}
+
 /// Why a file found while walking a directory is left alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Skip {
@@ -76,6 +88,18 @@ impl Skip {
         }
     }
 
+    /// What an installed path (relative to `/`) may hold that is left alone by where it is:
+    /// firmware, or debug files.
+    pub fn at(path: &Path) -> Option<Skip> {
+        if path.starts_with("lib/firmware") || path.starts_with("usr/lib/firmware") {
+            Some(Skip::Firmware)
+        } else if path.starts_with("usr/lib/debug") {
+            Some(Skip::DebugFile)
+        } else {
+            None
+        }
+    }
+
     /// Whether every such file gets a note here (files that are not ELF are only counted: a
     /// system's tree holds thousands; other names get theirs once linked).
     pub fn noted(self) -> bool {
@@ -88,12 +112,12 @@ impl Skip {
     pub fn classify(path: &Path) -> Option<Skip> {
         // A file that cannot be opened or read is not skipped: signing or verifying it says why.
         let file = OpenFile::open(path).ok()?;
-        Skip::classify_open(&file, path, Machines::host())
+        Skip::classify_open(&file, Place::Tree(path), &Machines::host())
     }
 
-    /// Why `file`, found at `path` in a tree for an architecture running `native`, is left
-    /// alone, if it is.
-    pub fn classify_open(file: &OpenFile, path: &Path, native: Machines) -> Option<Skip> {
+    /// Why `file`, found at `place` for an architecture running `native`, is left alone, if
+    /// it is.
+    pub fn classify_open(file: &OpenFile, place: Place<'_>, native: &Machines) -> Option<Skip> {
         let mut magic = [0u8; 4];
         match file.file.read_exact_at(&mut magic, 0) {
             Ok(()) if magic == *b"\x7fELF" => {}
@@ -101,9 +125,13 @@ impl Skip {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Some(Skip::NotElf),
             Err(_) => return None,
         }
-        if path.iter().zip(path.iter().skip(1)).any(|(a, b)| a == "lib" && b == "firmware") {
-            return Some(Skip::Firmware);
-        }
+        let path = match place {
+            Place::Tree(path) if path.iter().zip(path.iter().skip(1)).any(|(a, b)| a == "lib" && b == "firmware") => {
+                return Some(Skip::Firmware);
+            }
+            Place::Installed(path) if Skip::at(path) == Some(Skip::Firmware) => return Some(Skip::Firmware),
+            Place::Tree(path) | Place::Installed(path) => path,
+        };
         let mut reader = file.reader();
         let header = FileHeader::read(&mut reader, file.size()).ok()?;
         if !native.runs(header.e_machine) {
@@ -126,7 +154,11 @@ impl Skip {
                         code_left_out |= section.sh_type == SHT_NOBITS;
                     }
                 }
-                (code_left_out && !code).then_some(Skip::DebugFile)
+                let debug_place = match place {
+                    Place::Tree(_) => true,
+                    Place::Installed(path) => Skip::at(path) == Some(Skip::DebugFile),
+                };
+                (code_left_out && !code && debug_place).then_some(Skip::DebugFile)
             }
         }
     }

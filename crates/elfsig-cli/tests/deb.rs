@@ -253,6 +253,7 @@ fn packages_are_resigned_faithfully_in_every_compression() {
         assert!(check.status.success(), "{compression}: md5sums: {}", text(&check));
         let sums_before = fs::read_to_string(control_before.join("md5sums")).unwrap();
         let sums_after = fs::read_to_string(control.join("md5sums")).unwrap();
+        assert_eq!(sums_before.lines().count(), sums_after.lines().count(), "{compression}: md5sums lines");
         let changed = sums_before.lines().zip(sums_after.lines()).filter(|(a, b)| a != b).count();
         // The four signed files, and the program's second name (a hard link in the tar).
         assert_eq!(changed, 5, "{compression}: md5sums lines changed");
@@ -374,8 +375,10 @@ fn no_input_crashes_either_command_and_what_deb_sign_writes_verifies() {
     for compression in ["xz", "gzip", "zstd", "none"] {
         inputs.push(fs::read(build_package(&scratch, &format!("fuzz-{compression}"), compression)).unwrap());
     }
-    let original = inputs[3].clone();
-    let step = original.len() / 40;
+    // The uncompressed one: a changed byte then reaches the tar, control and md5sums parsers
+    // instead of failing xz's integrity check.
+    let original = inputs[6].clone();
+    let step = original.len() / 100;
     for at in (0..200).step_by(7).chain((200..original.len()).step_by(step)) {
         inputs.push(original[..at].to_vec());
         let mut flipped = original.clone();
@@ -384,6 +387,134 @@ fn no_input_crashes_either_command_and_what_deb_sign_writes_verifies() {
     }
     for (index, bytes) in inputs.iter().enumerate() {
         common::packages::check(bytes, &format!("input-{index}"));
+    }
+}
+
+/// A tar header as GNU tar writes one, for entries dpkg-deb would never write.
+fn tar_header(name: &str, typeflag: u8, size: usize, link: &str) -> [u8; 512] {
+    let mut block = [0u8; 512];
+    let mut put = |at: usize, bytes: &[u8]| block[at..at + bytes.len()].copy_from_slice(bytes);
+    put(0, name.as_bytes());
+    put(100, b"0000755\0");
+    put(108, b"0000000\0");
+    put(116, b"0000000\0");
+    put(124, format!("{size:011o}\0").as_bytes());
+    put(136, b"15000000000\0");
+    put(156, &[typeflag]);
+    put(157, link.as_bytes());
+    put(257, b"ustar  \0");
+    put(265, b"root");
+    put(297, b"root");
+    let sum: u32 =
+        block.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u32::from(b) }).sum();
+    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    block
+}
+
+/// A tar archive of `(name, type, contents, link)`, by hand.
+fn tar(entries: &[(&str, u8, &[u8], &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, typeflag, contents, link) in entries {
+        out.extend_from_slice(&tar_header(name, *typeflag, contents.len(), link));
+        out.extend_from_slice(contents);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+/// A package of uncompressed members, by hand: `control.tar` holding `controls` as `./control`
+/// (several, when given several), and `data`.
+fn deb_by_hand(controls: &[&str], data: &[u8]) -> Vec<u8> {
+    let control_entries: Vec<(&str, u8, &[u8], &str)> =
+        controls.iter().map(|c| ("./control", b'0', c.as_bytes(), "")).collect();
+    let control = tar(&control_entries);
+    let mut out = b"!<arch>\n".to_vec();
+    for (name, bytes) in [("debian-binary", &b"2.0\n"[..]), ("control.tar", &control), ("data.tar", data)] {
+        out.extend_from_slice(
+            format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", 0, 0, 0, 100644, bytes.len()).as_bytes(),
+        );
+        out.extend_from_slice(bytes);
+        if bytes.len() % 2 == 1 {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+fn control_for(architecture: &str) -> String {
+    format!(
+        "Package: crafted\nVersion: 1\nArchitecture: {architecture}\nMaintainer: x <x@example.org>\nDescription: d\n"
+    )
+}
+
+/// Packages made to slip an unsigned program past the gate, each by a different trick: the
+/// gate refuses each, and `deb sign` either refuses it or signs the program.
+#[test]
+fn packages_made_to_slip_past_the_gate_do_not() {
+    let keys = keys("a");
+    let scratch = Scratch::new();
+    let program = fs::read(system_binary("true")).unwrap();
+    let amd64 = control_for("amd64");
+    let hidden = tar(&[("./usr/bin/evil", b'0', &program, "")]);
+    let cases: Vec<(&str, Vec<u8>, &str, bool)> = vec![
+        (
+            "an entry hidden in a directory's contents, which dpkg would unpack",
+            deb_by_hand(&[&amd64], &tar(&[("./usr/", b'5', &hidden, ""), ("./usr/share/", b'5', b"", "")])),
+            "contents on an entry that has none",
+            false,
+        ),
+        (
+            "two control files, the first saying another architecture",
+            deb_by_hand(&[&control_for("s390x"), &amd64], &tar(&[("./usr/bin/x", b'0', &program, "")])),
+            "two control files",
+            false,
+        ),
+        (
+            "a package for a compatible architecture holding this host's code",
+            deb_by_hand(&[&control_for("i386")], &tar(&[("./usr/bin/x", b'0', &program, "")])),
+            "./usr/bin/x: not signed",
+            true,
+        ),
+        (
+            "a program under a lib/firmware directory that is not the firmware's",
+            deb_by_hand(&[&amd64], &tar(&[("./opt/x/lib/firmware/tool", b'0', &program, "")])),
+            "./opt/x/lib/firmware/tool: not signed",
+            true,
+        ),
+        (
+            "a second name, where programs run, for firmware left unsigned",
+            deb_by_hand(
+                &[&amd64],
+                &tar(&[("./lib/firmware/blob", b'0', &program, ""), ("./usr/bin/x", b'1', b"", "./lib/firmware/blob")]),
+            ),
+            "another name of ./lib/firmware/blob",
+            false,
+        ),
+        (
+            "a pax header, which dpkg does not unpack",
+            deb_by_hand(
+                &[&amd64],
+                &tar(&[("./PaxHeaders/x", b'x', b"20 path=./usr/bin/y\n", ""), ("./usr/bin/x", b'0', &program, "")]),
+            ),
+            "which dpkg does not unpack",
+            false,
+        ),
+    ];
+    for (index, (what, bytes, said, signable)) in cases.into_iter().enumerate() {
+        let deb = scratch.path(&format!("crafted-{index}.deb"));
+        fs::write(&deb, &bytes).unwrap();
+        deb_verify(&keys).arg(&deb).assert().code(1).stderr(contains(said));
+        let out_dir = scratch.path(&format!("crafted-{index}-signed"));
+        let signing = deb_sign(&keys).arg("-o").arg(&out_dir).arg(&deb).output().unwrap();
+        let signed = out_dir.join(format!("crafted-{index}.deb"));
+        if signable {
+            assert!(signing.status.success(), "{what}: {}", String::from_utf8_lossy(&signing.stderr));
+            deb_verify(&keys).arg(&signed).assert().success().stdout(contains("OK (1 ELF file verified)"));
+        } else {
+            assert_eq!(signing.status.code(), Some(1), "{what}");
+            assert!(!signed.exists(), "{what}: deb sign wrote a package");
+        }
     }
 }
 

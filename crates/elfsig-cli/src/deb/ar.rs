@@ -22,6 +22,8 @@ pub struct Member<'a> {
     pub header: &'a [u8],
     /// Its bytes.
     pub data: &'a [u8],
+    /// The header, the bytes and the padding, as in the archive.
+    pub raw: &'a [u8],
 }
 
 /// The members of the archive `bytes`, in order; a message saying what is wrong otherwise.
@@ -43,9 +45,10 @@ pub fn members(bytes: &[u8]) -> Result<Vec<Member<'_>>, String> {
             .ok()
             .and_then(|size| rest.get(HEADER_LEN..HEADER_LEN.checked_add(size)?))
             .ok_or_else(|| format!("member {name:?}: {size} bytes, past the end of the package"))?;
-        let padded = HEADER_LEN + data.len() + data.len() % 2;
-        rest = rest.get(padded..).unwrap_or_default();
-        members.push(Member { name, header, data });
+        let padded = (HEADER_LEN + data.len() + data.len() % 2).min(rest.len());
+        let raw = &rest[..padded];
+        rest = &rest[padded..];
+        members.push(Member { name, header, data, raw });
     }
     Ok(members)
 }
@@ -97,6 +100,8 @@ mod tests {
             append(&mut again, member.header, member.data).unwrap();
         }
         assert_eq!(again, archive);
+        let raw: Vec<u8> = members.iter().flat_map(|m| m.raw.iter().copied()).collect();
+        assert_eq!(raw, archive[MAGIC.len()..]);
     }
 
     #[test]

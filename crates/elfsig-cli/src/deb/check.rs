@@ -45,13 +45,21 @@ pub fn check_bytes(
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
     let mut reader = tar::Reader::new(compression.decoder(parts.members[index].data).map_err(|e| failed(&e))?);
     let mut checked = Checked::default();
+    let mut left_by_place = files::LeftByPlace::default();
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| failed(&e))? {
-        match entry.header.kind() {
-            Kind::Sparse => return Err(super::resign::sparse(&entry)),
-            Kind::Other | Kind::HardLink => {}
-            Kind::Regular => match files::examine(&mut reader, &entry, path, native)? {
+        match entry.kind {
+            Kind::Other => {}
+            Kind::HardLink => {
+                if let Err(e) = left_by_place.check_link(&entry, path) {
+                    checked.refused.push((files::name(path, &entry), e));
+                }
+            }
+            Kind::Regular => match files::examine(&mut reader, &entry, path, &native)? {
                 Found::Other(_) => {}
-                Found::Elf { skip: Some(skip), .. } => *checked.skipped.entry(skip).or_default() += 1,
+                Found::Elf { skip: Some(skip), .. } => {
+                    *checked.skipped.entry(skip).or_default() += 1;
+                    left_by_place.note(&entry, skip);
+                }
                 Found::Elf { file, skip: None, .. } => match verify::verify_open(&file, trusted) {
                     Ok(_) => checked.verified += 1,
                     Err(e) => checked.refused.push((file.path.clone(), e)),

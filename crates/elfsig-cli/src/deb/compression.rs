@@ -12,6 +12,10 @@ const XZ_PRESET: u32 = 6;
 const ZSTD_LEVEL: i32 = 19;
 /// gzip's level: dpkg-deb's default.
 const GZIP_LEVEL: u32 = 9;
+/// The most memory xz may take to decompress: what `xz -9` needs is 65 MiB; a stream that asks
+/// for more is refused rather than let take the machine's memory. (zstd's decoder refuses
+/// windows over 128 MiB by itself.)
+const XZ_MEMORY: u64 = 256 << 20;
 
 /// A member's compression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +54,11 @@ impl Compression {
         Ok(match self {
             Compression::None => Box::new(compressed),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(compressed)),
-            Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(compressed)),
+            Compression::Xz => {
+                let stream = liblzma::stream::Stream::new_stream_decoder(XZ_MEMORY, liblzma::stream::CONCATENATED)
+                    .map_err(io::Error::other)?;
+                Box::new(liblzma::read::XzDecoder::new_stream(compressed, stream))
+            }
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(compressed)?),
         })
     }

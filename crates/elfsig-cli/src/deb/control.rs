@@ -33,15 +33,28 @@ pub struct Changes {
 /// Reads the `control` file of the uncompressed `control.tar`.
 pub fn read(control_tar: &[u8]) -> Result<Control, String> {
     let mut reader = tar::Reader::new(control_tar);
+    let mut found = None;
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| format!("control.tar: {e}"))? {
-        if entry.relative_path() == b"control" {
+        let path = entry.relative_path();
+        if path == b"control" || path == b"md5sums" {
+            if entry.kind != tar::Kind::Regular {
+                return Err(format!("control.tar: {} is not a regular file", entry.display()));
+            }
+            // dpkg extracts control.tar with tar, where the last copy wins; here the first
+            // would be read: a package with two is refused.
+            if path == b"control" && found.is_some() {
+                return Err("control.tar holds two control files".into());
+            }
+        }
+        if path == b"control" {
             let text = contents(&mut reader, &entry)?;
             let text = String::from_utf8_lossy(&text);
             let get = |name: &str| field(&text, name).unwrap_or_default().to_owned();
-            return Ok(Control { package: get("Package"), version: get("Version"), architecture: get("Architecture") });
+            found =
+                Some(Control { package: get("Package"), version: get("Version"), architecture: get("Architecture") });
         }
     }
-    Err("control.tar has no control file".into())
+    found.ok_or_else(|| "control.tar has no control file".into())
 }
 
 /// A field's value in a control file (first line only: the fields read here have one).
@@ -69,21 +82,20 @@ pub fn rewrite(control_tar: &[u8], changes: &Changes) -> Result<Vec<u8>, String>
     let mut end = Vec::new();
     let failed = |e: TarError| format!("control.tar: {e}");
     while let Some(mut entry) = reader.next_entry(&mut end).map_err(failed)? {
-        let new = match entry.relative_path() {
-            b"md5sums" => Some(md5sums(&contents(&mut reader, &entry)?, &changes.md5)?),
-            b"control" => Some(installed_size(&contents(&mut reader, &entry)?, changes.installed_kib)?),
+        let new = match (entry.kind, entry.relative_path()) {
+            (tar::Kind::Regular, b"md5sums") => Some(md5sums(&contents(&mut reader, &entry)?, &changes.md5)?),
+            (tar::Kind::Regular, b"control") => {
+                Some(installed_size(&contents(&mut reader, &entry)?, changes.installed_kib)?)
+            }
             _ => None,
         };
         let written = match new {
             Some(new) => {
-                if entry.size_in_pax {
-                    return Err(format!("control.tar: {}: its size is in a pax record", entry.display()));
-                }
                 entry.header.set_size(new.len() as u64);
                 entry.size = new.len() as u64;
                 tar::write_entry(&mut out, &entry, &mut &new[..])
             }
-            None => tar::write_entry(&mut out, &entry, &mut reader.contents()),
+            None => tar::write_head(&mut out, &entry).and_then(|()| reader.copy_rest(&mut out)),
         };
         written.map_err(|e| format!("control.tar: {}: {e}", entry.display()))?;
     }
@@ -119,7 +131,8 @@ fn installed_size(text: &[u8], kib: i64) -> Result<Vec<u8>, String> {
             Some((key, value)) if kib != 0 => {
                 let size: i64 =
                     value.trim().parse().map_err(|_| format!("Installed-Size is not a number: {:?}", value.trim()))?;
-                out.push_str(&format!("{key}: {}", (size + kib).max(0)));
+                let size = size.checked_add(kib).ok_or_else(|| format!("Installed-Size {size} is out of range"))?;
+                out.push_str(&format!("{key}: {}", size.max(0)));
                 out.push_str(&line[body.len()..]);
             }
             _ => out.push_str(line),

@@ -14,7 +14,7 @@ use super::tar;
 use crate::architecture::Machines;
 use crate::elf_file::OpenFile;
 use crate::error::Error;
-use crate::skip::Skip;
+use crate::skip::{Place, Skip};
 
 /// What a regular file of the package turned out to be.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ pub fn examine<R: Read>(
     reader: &mut tar::Reader<R>,
     entry: &tar::Entry,
     package: &Path,
-    native: Machines,
+    native: &Machines,
 ) -> Result<Found, Error> {
     let name = name(package, entry);
     let mut contents = reader.contents();
@@ -53,9 +53,43 @@ pub fn examine<R: Read>(
     io::copy(&mut contents, &mut hashing).map_err(|e| Error::io("cannot copy", &name, e))?;
     let md5 = hashing.finish();
     let file = Box::new(OpenFile::from_file(name, copy)?);
-    let path = Path::new(std::ffi::OsStr::from_bytes(&entry.path));
-    let skip = Skip::classify_open(&file, path, native);
+    let skip = Skip::classify_open(&file, Place::Installed(installed(entry.relative_path())), native);
     Ok(Found::Elf { file, md5, skip })
+}
+
+/// A path in a package as a path relative to `/`.
+fn installed(relative: &[u8]) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(relative))
+}
+
+/// The files of a package left alone because of where they are installed (firmware, debug
+/// files). Another name for one of them elsewhere (a hard link) would be an unsigned program
+/// where programs run: the module would refuse it, and signing cannot sign one name and not
+/// the other.
+#[derive(Debug, Default)]
+pub struct LeftByPlace(std::collections::BTreeMap<Vec<u8>, Skip>);
+
+impl LeftByPlace {
+    /// Notes that `entry` was left alone for `skip`.
+    pub fn note(&mut self, entry: &tar::Entry, skip: Skip) {
+        if Skip::at(installed(entry.relative_path())) == Some(skip) {
+            self.0.insert(entry.relative_path().to_vec(), skip);
+        }
+    }
+
+    /// For a hard link: an error when it names such a file from a place that would not leave
+    /// it alone.
+    pub fn check_link(&self, entry: &tar::Entry, package: &Path) -> Result<(), Error> {
+        match self.0.get(entry.relative_link()) {
+            Some(&skip) if Skip::at(installed(entry.relative_path())) != Some(skip) => Err(Error::msg(format!(
+                "{}: another name of {}, which is left unsigned ({})",
+                name(package, entry).display(),
+                String::from_utf8_lossy(&entry.link),
+                skip.why()
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// How messages name a file of a package: `PACKAGE:PATH`.

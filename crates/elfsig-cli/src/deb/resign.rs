@@ -63,7 +63,7 @@ pub fn resign_bytes(
     let data = parts.members[data_index].data;
     let mut resigned = Resigned::default();
     let rewritten = if holds_elf(data, compression)? {
-        let rewritten = rewrite_data(data, compression, input, native, signer, &mut resigned)?;
+        let rewritten = rewrite_data(data, compression, input, &native, signer, &mut resigned)?;
         Some(rewritten).filter(|(_, changes)| !changes.md5.is_empty())
     } else {
         None
@@ -78,12 +78,16 @@ pub fn resign_bytes(
                     .map_err(|e| Error::msg(format!("control.tar: {e}")))?;
             let mut out = ar::MAGIC.to_vec();
             for (index, member) in parts.members.iter().enumerate() {
-                let contents = match index {
-                    i if i == data_index => &new_data[..],
-                    i if i == control_index => &new_control[..],
-                    _ => member.data,
+                let new = match index {
+                    i if i == data_index => &new_data,
+                    i if i == control_index => &new_control,
+                    // Every other member as it was, its header and padding too.
+                    _ => {
+                        out.extend_from_slice(member.raw);
+                        continue;
+                    }
                 };
-                ar::append(&mut out, member.header, contents).map_err(Error::msg)?;
+                ar::append(&mut out, member.header, new).map_err(Error::msg)?;
             }
             Some(out)
         }
@@ -91,33 +95,30 @@ pub fn resign_bytes(
     Ok((resigned, package))
 }
 
-/// Whether the tar stream holds a regular file that starts as ELF does (or a file kind elfsig
-/// must refuse): only then is it read again to be rewritten.
+/// Whether the tar stream holds a regular file that starts as ELF does: only then is it read
+/// again to be rewritten.
 fn holds_elf(data: &[u8], compression: Compression) -> Result<bool, Error> {
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
     let mut reader = tar::Reader::new(compression.decoder(data).map_err(|e| failed(&e))?);
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| failed(&e))? {
-        match entry.header.kind() {
-            Kind::Sparse => return Ok(true),
-            Kind::Regular => {
-                let mut magic = Vec::with_capacity(4);
-                reader.contents().take(4).read_to_end(&mut magic).map_err(|e| failed(&e))?;
-                if magic == b"\x7fELF" {
-                    return Ok(true);
-                }
+        if entry.kind == Kind::Regular {
+            let mut magic = Vec::with_capacity(4);
+            reader.contents().take(4).read_to_end(&mut magic).map_err(|e| failed(&e))?;
+            if magic == b"\x7fELF" {
+                return Ok(true);
             }
-            Kind::Other | Kind::HardLink => {}
         }
     }
     Ok(false)
 }
 
 /// The `data.tar` member with its ELF files signed, compressed as it was, and what changed.
+/// What does not change is copied as it was read, padding included.
 fn rewrite_data(
     data: &[u8],
     compression: Compression,
     package: &Path,
-    native: Machines,
+    native: &Machines,
     signer: &RecordSigner,
     resigned: &mut Resigned,
 ) -> Result<(Vec<u8>, Changes), Error> {
@@ -125,26 +126,30 @@ fn rewrite_data(
     let mut reader = tar::Reader::new(compression.decoder(data).map_err(|e| failed(&e))?);
     let mut out = compression.encoder().map_err(|e| failed(&e))?;
     let mut changes = Changes::default();
+    let mut left_by_place = files::LeftByPlace::default();
     let mut end = Vec::new();
     while let Some(mut entry) = reader.next_entry(&mut end).map_err(|e| failed(&e))? {
-        let written = match entry.header.kind() {
-            Kind::Sparse => return Err(sparse(&entry)),
-            Kind::Other => tar::write_entry(&mut out, &entry, &mut reader.contents()),
-            // Another name of a signed file: md5sums lists it too.
+        let written = match entry.kind {
+            Kind::Other => tar::write_head(&mut out, &entry).and_then(|()| reader.copy_rest(&mut out)),
             Kind::HardLink => {
+                left_by_place.check_link(&entry, package)?;
+                // Another name of a signed file: md5sums lists it too.
                 if let Some(sum) = changes.md5.get(entry.relative_link()).copied() {
                     changes.md5.insert(entry.relative_path().to_vec(), sum);
                 }
-                tar::write_entry(&mut out, &entry, &mut reader.contents())
+                tar::write_head(&mut out, &entry).and_then(|()| reader.copy_rest(&mut out))
             }
             Kind::Regular => match files::examine(&mut reader, &entry, package, native)? {
-                Found::Other(first) => {
-                    tar::write_entry(&mut out, &entry, &mut first.as_slice().chain(reader.contents()))
-                }
+                Found::Other(first) => tar::write_head(&mut out, &entry)
+                    .and_then(|()| out.write_all(&first))
+                    .and_then(|()| reader.copy_rest(&mut out)),
                 Found::Elf { mut file, skip: Some(skip), .. } => {
                     *resigned.skipped.entry(skip).or_default() += 1;
+                    left_by_place.note(&entry, skip);
                     files::rewound(&mut file.file, &file.path)?;
-                    tar::write_entry(&mut out, &entry, &mut file.file)
+                    tar::write_head(&mut out, &entry)
+                        .and_then(|()| std::io::copy(&mut file.file, &mut out).map(|_| ()))
+                        .and_then(|()| reader.copy_rest(&mut out))
                 }
                 Found::Elf { file, md5, skip: None } => {
                     let mut signed = files::scratch(&file.path)?;
@@ -152,20 +157,19 @@ fn rewrite_data(
                     sign::sign_open(&file, signer, &mut hashing, &file.path)?;
                     let (len, new_md5) = (hashing.len, hashing.finish());
                     resigned.signed += 1;
-                    if len != entry.size || new_md5 != md5 {
-                        if entry.size_in_pax {
-                            return Err(Error::msg(format!(
-                                "{}: its size is in a pax record, which elfsig does not rewrite",
-                                file.path.display()
-                            )));
-                        }
+                    files::rewound(&mut signed, &file.path)?;
+                    if len == entry.size && new_md5 == md5 {
+                        // Signed so already: as it was, padding and all.
+                        tar::write_head(&mut out, &entry)
+                            .and_then(|()| std::io::copy(&mut signed, &mut out).map(|_| ()))
+                            .and_then(|()| reader.copy_rest(&mut out))
+                    } else {
                         changes.md5.insert(entry.relative_path().to_vec(), new_md5);
                         changes.installed_kib += files::kib(len) - files::kib(entry.size);
                         entry.header.set_size(len);
                         entry.size = len;
+                        tar::write_entry(&mut out, &entry, &mut signed)
                     }
-                    files::rewound(&mut signed, &file.path)?;
-                    tar::write_entry(&mut out, &entry, &mut signed)
                 }
             },
         };
@@ -174,11 +178,6 @@ fn rewrite_data(
     out.write_all(&end).map_err(|e| failed(&e))?;
     reader.rest(&mut out).map_err(|e| failed(&e))?;
     Ok((out.finish().map_err(|e| failed(&e))?, changes))
-}
-
-/// The error for a sparse file, which dpkg cannot unpack either.
-pub fn sparse(entry: &tar::Entry) -> Error {
-    Error::msg(format!("data.tar: {}: a sparse file, which dpkg cannot unpack", entry.display()))
 }
 
 fn compress(compression: Compression, bytes: &[u8]) -> std::io::Result<Vec<u8>> {

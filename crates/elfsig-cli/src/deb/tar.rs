@@ -1,15 +1,16 @@
-//! The tar stream inside a Debian package's `data.tar` and `control.tar`, as dpkg-deb writes it
-//! (GNU tar's format) and as POSIX pax writes it: 512-byte header blocks, each entry's bytes
-//! padded to a block. Read entry by entry, with the blocks that precede an entry and describe
-//! it (GNU long names, pax records) kept as they are, so that an entry is written back byte for
-//! byte, or with new contents and only its size and checksum changed.
+//! The tar stream inside a Debian package's `data.tar` and `control.tar`, read as dpkg reads it
+//! (`lib/dpkg/tarfn.c`) and written back byte for byte: 512-byte header blocks, a regular
+//! file's bytes padded to a block, GNU long-name entries before the entry they name. What dpkg
+//! would unpack differently from GNU tar, or not at all, is refused rather than guessed: entry
+//! types dpkg does not know (pax records, sparse files, ...), and contents on entries that have
+//! none (a directory whose size would hide an entry from one reader and not the other).
 
 use std::io::{self, Read, Write};
 
 /// A tar block.
 pub const BLOCK: usize = 512;
-/// The most bytes a describing entry (long name, pax records) may hold.
-const MAX_DESCRIPTION: u64 = 1 << 20;
+/// The most bytes a long name or link name may hold (Linux's PATH_MAX).
+const MAX_LONG_NAME: u64 = 4096;
 
 // Header fields: offset and width.
 const NAME: (usize, usize) = (0, 100);
@@ -19,6 +20,8 @@ const TYPEFLAG: usize = 156;
 const LINKNAME: (usize, usize) = (157, 100);
 const MAGIC: (usize, usize) = (257, 6);
 const PREFIX: (usize, usize) = (345, 155);
+/// The most a regular file may hold: what elfsig reads of a package is bounded.
+pub const MAX_FILE: u64 = 4 << 30;
 
 /// Why a tar stream could not be read.
 #[derive(Debug)]
@@ -51,13 +54,11 @@ fn malformed(why: impl Into<String>) -> TarError {
 /// What kind of file an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// A regular file (types `0`, NUL and `7`), whose bytes follow.
+    /// A regular file (type `0` or NUL, its name not ending in `/`), whose bytes follow.
     Regular,
-    /// A GNU sparse file, which dpkg cannot unpack either.
-    Sparse,
     /// Another name for a file earlier in the archive (type `1`).
     HardLink,
-    /// Anything else: directories, links, devices, FIFOs.
+    /// A directory, symbolic link, device or FIFO: nothing follows.
     Other,
 }
 
@@ -66,13 +67,18 @@ pub enum Kind {
 pub struct Header(pub [u8; BLOCK]);
 
 impl Header {
-    /// The type of entry.
-    pub fn kind(&self) -> Kind {
+    /// The type of entry, as dpkg tells it; an error for the types dpkg does not unpack.
+    fn kind(&self) -> Result<Kind, TarError> {
         match self.0[TYPEFLAG] {
-            b'0' | 0 | b'7' => Kind::Regular,
-            b'S' => Kind::Sparse,
-            b'1' => Kind::HardLink,
-            _ => Kind::Other,
+            b'0' | 0 if self.name().ends_with(b"/") => Ok(Kind::Other),
+            b'0' | 0 => Ok(Kind::Regular),
+            b'1' => Ok(Kind::HardLink),
+            b'2'..=b'6' => Ok(Kind::Other),
+            other => Err(malformed(format!(
+                "{}: an entry of type {:?}, which dpkg does not unpack",
+                String::from_utf8_lossy(&self.name()),
+                char::from(other)
+            ))),
         }
     }
 
@@ -176,17 +182,16 @@ fn octal(field: &[u8]) -> Option<u64> {
 /// An entry: the blocks that describe it, its header, its name and how many bytes follow.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// GNU long-name and pax entries before the header, as read.
+    /// GNU long-name and long-link entries before the header, as read.
     pub described_by: Vec<u8>,
     /// The header.
     pub header: Header,
-    /// Its path, as the archive names it (`./usr/bin/ls`), from a long name or pax record
-    /// where there is one.
+    /// Its path, as the archive names it (`./usr/bin/ls`), from a long name where there is one.
     pub path: Vec<u8>,
+    /// Its kind.
+    pub kind: Kind,
     /// How many bytes of contents follow the header (then padding to a block).
     pub size: u64,
-    /// Whether a pax record gives the size, which then cannot change without rewriting it.
-    pub size_in_pax: bool,
     /// What a link names (a hard link: the file's first name in the archive).
     pub link: Vec<u8>,
 }
@@ -230,20 +235,19 @@ impl<R: Read> Reader<R> {
     pub fn next_entry(&mut self, end: &mut Vec<u8>) -> Result<Option<Entry>, TarError> {
         self.skip_rest()?;
         let mut described_by = Vec::new();
-        let (mut long_name, mut pax_path, mut pax_size) = (None, None, None);
-        let (mut long_link, mut pax_link) = (None, None);
+        let (mut long_name, mut long_link) = (None, None);
         loop {
             let mut block = [0u8; BLOCK];
             if !read_block(&mut self.inner, &mut block)? {
                 if described_by.is_empty() {
                     return Ok(None);
                 }
-                return Err(malformed("the archive ends after a long name or pax record, before its entry"));
+                return Err(malformed("the archive ends after a long name, before its entry"));
             }
             let header = Header(block);
             if header.is_zero() {
                 if !described_by.is_empty() {
-                    return Err(malformed("the archive ends after a long name or pax record, before its entry"));
+                    return Err(malformed("the archive ends after a long name, before its entry"));
                 }
                 end.extend_from_slice(&header.0);
                 return Ok(None);
@@ -256,48 +260,40 @@ impl<R: Read> Reader<R> {
             }
             let size = header.size()?;
             let typeflag = header.0[TYPEFLAG];
-            // GNU long name ('L') and link name ('K'), pax extended ('x') and global ('g')
-            // records describe what follows.
-            if matches!(typeflag, b'L' | b'K' | b'x' | b'g') {
-                if size > MAX_DESCRIPTION {
-                    return Err(malformed(format!("a long name or pax record of {size} bytes")));
+            // GNU's long name ('L') and long link name ('K') name the entry that follows.
+            if matches!(typeflag, b'L' | b'K') {
+                let seen = if typeflag == b'L' { &long_name } else { &long_link };
+                if seen.is_some() || size > MAX_LONG_NAME {
+                    return Err(malformed(format!("a long name of {size} bytes, or two for one entry")));
                 }
-                let mut data = vec![0u8; padded(size) as usize];
+                let mut data = vec![0u8; padded(size)? as usize];
                 self.inner.read_exact(&mut data).map_err(truncated)?;
                 described_by.extend_from_slice(&header.0);
                 described_by.extend_from_slice(&data);
-                let data = &data[..size as usize];
-                match typeflag {
-                    b'L' => long_name = Some(until_nul(data).to_vec()),
-                    b'K' => long_link = Some(until_nul(data).to_vec()),
-                    b'x' => {
-                        for (key, value) in pax_records(data)? {
-                            match key {
-                                b"path" => pax_path = Some(value.to_vec()),
-                                b"linkpath" => pax_link = Some(value.to_vec()),
-                                b"size" => {
-                                    pax_size = Some(
-                                        std::str::from_utf8(value)
-                                            .ok()
-                                            .and_then(|v| v.parse::<u64>().ok())
-                                            .ok_or_else(|| malformed("a pax size record is not a number"))?,
-                                    );
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
+                let name = Some(until_nul(data.get(..size as usize).unwrap_or_default()).to_vec());
+                if typeflag == b'L' {
+                    long_name = name;
+                } else {
+                    long_link = name;
                 }
                 continue;
             }
-            let size = pax_size.unwrap_or(size);
-            let path = pax_path.or(long_name).unwrap_or_else(|| header.name());
-            let link = pax_link
-                .or(long_link)
-                .unwrap_or_else(|| until_nul(&header.0[LINKNAME.0..LINKNAME.0 + LINKNAME.1]).to_vec());
-            (self.left, self.padding) = (size, padded(size) - size);
-            return Ok(Some(Entry { described_by, header, path, size, size_in_pax: pax_size.is_some(), link }));
+            let kind = header.kind()?;
+            let path = long_name.unwrap_or_else(|| header.name());
+            // dpkg reads contents for regular files only: a size anywhere else would make it
+            // and GNU tar read the entries that follow differently.
+            if kind != Kind::Regular && size != 0 {
+                return Err(malformed(format!(
+                    "{}: {size} bytes of contents on an entry that has none",
+                    String::from_utf8_lossy(&path)
+                )));
+            }
+            if size > MAX_FILE {
+                return Err(malformed(format!("{}: {size} bytes", String::from_utf8_lossy(&path))));
+            }
+            let link = long_link.unwrap_or_else(|| until_nul(&header.0[LINKNAME.0..LINKNAME.0 + LINKNAME.1]).to_vec());
+            (self.left, self.padding) = (size, padded(size)? - size);
+            return Ok(Some(Entry { described_by, header, path, kind, size, link }));
         }
     }
 
@@ -309,11 +305,17 @@ impl<R: Read> Reader<R> {
 
     /// Skips what is left of the current entry.
     fn skip_rest(&mut self) -> Result<(), TarError> {
-        io::copy(&mut self.contents(), &mut io::sink()).map_err(truncated)?;
+        self.copy_rest(&mut io::sink()).map_err(truncated)
+    }
+
+    /// Copies what is left of the current entry, its contents and its padding as they are,
+    /// to `out`.
+    pub fn copy_rest(&mut self, out: &mut impl Write) -> io::Result<()> {
+        io::copy(&mut self.contents(), out)?;
         let padding = std::mem::take(&mut self.padding);
-        let skipped = io::copy(&mut (&mut self.inner).take(padding), &mut io::sink())?;
-        if skipped != padding {
-            return Err(truncated(io::ErrorKind::UnexpectedEof.into()));
+        let copied = io::copy(&mut (&mut self.inner).take(padding), out)?;
+        if copied != padding {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the archive ends inside an entry"));
         }
         Ok(())
     }
@@ -369,34 +371,21 @@ fn read_block(inner: &mut impl Read, block: &mut [u8; BLOCK]) -> Result<bool, Ta
 }
 
 /// `size` rounded up to whole blocks.
-pub fn padded(size: u64) -> u64 {
-    size.div_ceil(BLOCK as u64) * BLOCK as u64
+fn padded(size: u64) -> Result<u64, TarError> {
+    size.div_ceil(BLOCK as u64).checked_mul(BLOCK as u64).ok_or_else(|| malformed(format!("a size of {size} bytes")))
 }
 
 /// The records of a pax extended header: `LENGTH KEY=VALUE\n`, LENGTH counting the whole record.
-/// A pax record: its key and value.
-type PaxRecord<'a> = (&'a [u8], &'a [u8]);
-
-fn pax_records(mut data: &[u8]) -> Result<Vec<PaxRecord<'_>>, TarError> {
-    let bad = || malformed("a pax record is malformed");
-    let mut records = Vec::new();
-    while !data.is_empty() && data[0] != 0 {
-        let space = data.iter().position(|&b| b == b' ').ok_or_else(bad)?;
-        let len: usize = std::str::from_utf8(&data[..space]).ok().and_then(|l| l.parse().ok()).ok_or_else(bad)?;
-        let record = data.get(space + 1..len).filter(|r| r.ends_with(b"\n")).ok_or_else(bad)?;
-        let record = &record[..record.len() - 1];
-        let equals = record.iter().position(|&b| b == b'=').ok_or_else(bad)?;
-        records.push((&record[..equals], &record[equals + 1..]));
-        data = &data[len..];
-    }
-    Ok(records)
+/// Writes an entry's head: what describes it, and its header.
+pub fn write_head(out: &mut impl Write, entry: &Entry) -> io::Result<()> {
+    out.write_all(&entry.described_by)?;
+    out.write_all(&entry.header.0)
 }
 
-/// Writes an entry back: what describes it, its header, `contents` (exactly the header's size)
-/// and the padding.
+/// Writes an entry with new contents, exactly as many bytes as its header now says, and
+/// zeros to the end of the block.
 pub fn write_entry(out: &mut impl Write, entry: &Entry, contents: &mut impl Read) -> io::Result<()> {
-    out.write_all(&entry.described_by)?;
-    out.write_all(&entry.header.0)?;
+    write_head(out, entry)?;
     let copied = io::copy(contents, out)?;
     if copied != entry.size {
         return Err(io::Error::other(format!(
@@ -405,7 +394,8 @@ pub fn write_entry(out: &mut impl Write, entry: &Entry, contents: &mut impl Read
             entry.size
         )));
     }
-    out.write_all(&vec![0u8; (padded(entry.size) - entry.size) as usize])
+    let padding = entry.size.div_ceil(BLOCK as u64) * BLOCK as u64 - entry.size;
+    out.write_all(&vec![0u8; padding as usize])
 }
 
 #[cfg(test)]
@@ -428,10 +418,20 @@ mod tests {
         for (name, typeflag, contents) in entries {
             out.extend_from_slice(&header(name, *typeflag, contents.len() as u64).0);
             out.extend_from_slice(contents);
-            out.resize(padded(out.len() as u64) as usize, 0);
+            // Padding as some tars leave it: not zeros.
+            out.resize(padded(out.len() as u64).unwrap() as usize, 0xa5);
         }
         out.extend_from_slice(&[0u8; 2 * BLOCK]);
         out
+    }
+
+    fn entries(bytes: &[u8]) -> Result<Vec<Entry>, TarError> {
+        let mut reader = Reader::new(bytes);
+        let mut entries = Vec::new();
+        while let Some(entry) = reader.next_entry(&mut Vec::new())? {
+            entries.push(entry);
+        }
+        Ok(entries)
     }
 
     #[test]
@@ -443,6 +443,7 @@ mod tests {
             ("./", b'5', b""),
             ("././@LongLink", b'L', &long_entry),
             ("./usr/xxx", b'0', b"contents"),
+            ("./usr/link", b'1', b""),
             ("./empty", b'0', b""),
         ]);
         let mut reader = Reader::new(&bytes[..]);
@@ -450,12 +451,19 @@ mod tests {
         let mut end = Vec::new();
         let mut paths = Vec::new();
         while let Some(entry) = reader.next_entry(&mut end).unwrap() {
-            paths.push(entry.display());
-            write_entry(&mut out, &entry, &mut reader.contents()).unwrap();
+            paths.push((entry.display(), entry.kind));
+            write_head(&mut out, &entry).unwrap();
+            reader.copy_rest(&mut out).unwrap();
         }
         out.extend_from_slice(&end);
         reader.rest(&mut out).unwrap();
-        assert_eq!(paths, ["./", long.as_str(), "./empty"]);
+        let kinds = [
+            ("./".to_owned(), Kind::Other),
+            (long.clone(), Kind::Regular),
+            ("./usr/link".to_owned(), Kind::HardLink),
+            ("./empty".to_owned(), Kind::Regular),
+        ];
+        assert_eq!(paths, kinds);
         assert_eq!(out, bytes);
     }
 
@@ -471,33 +479,38 @@ mod tests {
         assert_eq!(header.size().unwrap(), 1 << 40);
     }
 
+    /// What dpkg reads differently from GNU tar, or does not unpack, is refused.
     #[test]
-    fn pax_path_and_size_are_read() {
-        let records = b"21 path=./usr/bin/ls\n11 size=10\n";
-        let mut bytes = archive(&[("./PaxHeaders/ls", b'x', records), ("./ignored", b'0', b"0123456789")]);
-        // The header's own size says 10 too; the pax record wins either way.
-        let mut reader = Reader::new(&bytes[..]);
-        let entry = reader.next_entry(&mut Vec::new()).unwrap().unwrap();
-        assert_eq!(entry.display(), "./usr/bin/ls");
-        assert_eq!(entry.relative_path(), b"usr/bin/ls");
-        assert!(entry.size_in_pax && entry.size == 10);
-        // A corrupted header is refused.
-        bytes[BLOCK * 2 + 10] ^= 1;
-        let mut reader = Reader::new(&bytes[..]);
-        assert!(matches!(reader.next_entry(&mut Vec::new()), Err(TarError::Malformed(_))));
+    fn what_dpkg_would_read_differently_is_refused() {
+        let hidden = archive(&[("./usr/bin/evil", b'0', b"\x7fELF")]);
+        for (what, bytes) in [
+            ("a directory with contents", archive(&[("./usr/", b'5', &hidden), ("./x", b'0', b"x")])),
+            ("a regular file named as a directory, with contents", archive(&[("./usr/", b'0', &hidden)])),
+            ("a symbolic link with contents", archive(&[("./l", b'2', b"xx")])),
+            ("a pax header", archive(&[("./PaxHeaders/ls", b'x', b"21 path=./usr/bin/ls\n"), ("./a", b'0', b"")])),
+            ("a sparse file", archive(&[("./s", b'S', b"")])),
+            ("two long names for one entry", archive(&[("L", b'L', b"a\0"), ("L", b'L', b"b\0"), ("./a", b'0', b"")])),
+        ] {
+            assert!(matches!(entries(&bytes), Err(TarError::Malformed(_))), "{what}");
+        }
+        let mut corrupted = archive(&[("./a", b'0', b"x")]);
+        corrupted[10] ^= 1;
+        assert!(matches!(entries(&corrupted), Err(TarError::Malformed(_))), "a bad checksum");
+        let mut huge = header("./a", b'0', 0);
+        huge.0[SIZE.0] = 0xff;
+        huge.0[SIZE.0 + 1..SIZE.0 + SIZE.1].fill(0xff);
+        let sum = huge.checksum();
+        huge.0[CHECKSUM.0..CHECKSUM.0 + CHECKSUM.1].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        assert!(matches!(entries(&huge.0), Err(TarError::Malformed(_))), "a size beyond any file");
     }
 
     #[test]
     fn truncated_archives_are_errors() {
         let bytes = archive(&[("./a", b'0', &[7u8; 1000])]);
-        for cut in [100, BLOCK, BLOCK + 10] {
+        for cut in [100, BLOCK, BLOCK + 10, 2 * BLOCK + 100] {
             let mut reader = Reader::new(&bytes[..cut]);
             let result = reader.next_entry(&mut Vec::new()).and_then(|entry| match entry {
-                Some(_) => {
-                    let mut sink = Vec::new();
-                    io::copy(&mut reader.contents(), &mut sink).map_err(truncated)?;
-                    Ok(())
-                }
+                Some(_) => reader.copy_rest(&mut io::sink()).map_err(truncated),
                 None => Ok(()),
             });
             assert!(result.is_err(), "cut at {cut}");
