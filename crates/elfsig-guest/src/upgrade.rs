@@ -14,6 +14,8 @@ use elfsig_guest::image::{
     ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, GATE_CERTS, OTHER_ARCHIVE,
 };
 
+/// The program of [`ARCHIVE_UNMODIFIED`].
+const UNMODIFIED_PROGRAM: &str = "/usr/bin/hello";
 /// What the upgrade leaves for the next boot to compare with: the initramfs's digest before.
 const BEFORE: &str = "/var/lib/elfsig-check/initramfs-before-upgrade";
 
@@ -66,7 +68,7 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
         ensure(!ok && output.contains("the module would refuse"), || {
             format!("apt-get install {ARCHIVE_UNMODIFIED} (exit ok: {ok}): {}", tail(&output))
         })?;
-        ensure(!installed(ARCHIVE_UNMODIFIED)? && !Path::new("/usr/bin/hello").exists(), || {
+        ensure(!installed(ARCHIVE_UNMODIFIED)? && !Path::new(UNMODIFIED_PROGRAM).exists(), || {
             format!("{ARCHIVE_UNMODIFIED} was unpacked after all")
         })
     });
@@ -76,6 +78,16 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
             format!("dpkg -i (exit ok: {ok}): {}", tail(&output))
         })?;
         ensure(!installed(ARCHIVE_UNMODIFIED)?, || format!("dpkg -i installed {ARCHIVE_UNMODIFIED}"))
+    });
+    suite.case("with the gate bypassed, the kernel refuses its program and the system keeps running", || {
+        succeeds(&format!("dpkg --no-debsig -i {OTHER_ARCHIVE}/{ARCHIVE_UNMODIFIED}_*.deb"))?;
+        let before = harness::stats()?;
+        harness::refused(UNMODIFIED_PROGRAM)?;
+        harness::counters_grew(&before, &harness::stats()?, &[("denied", 1), ("unsigned", 1)])?;
+        let (state, failed) = elfsig_guest::debian::system_state()?;
+        ensure(state == "running", || format!("systemd says {state:?}; failed: {failed}"))?;
+        // Removing it runs nothing of it.
+        succeeds(&format!("dpkg --purge {ARCHIVE_UNMODIFIED}"))
     });
     suite.case(
         "apt-get upgrade and install from the signed archive: scripts and triggers run, nothing refused",
