@@ -648,15 +648,22 @@ impl AuditDaemon {
     /// The next message (its type and payload), or `None` when none came within 200 ms.
     fn receive(&self) -> io::Result<Option<(u16, Vec<u8>)>> {
         let mut buf = vec![0u8; 9000];
-        // SAFETY: `buf` is valid for writes of its length.
-        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
+        let n = loop {
+            // SAFETY: `buf` is valid for writes of its length.
+            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n >= 0 {
+                break n;
+            }
             let error = io::Error::last_os_error();
-            return match error.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Ok(None),
-                _ => Err(error),
-            };
-        }
+            match error.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => return Ok(None),
+                // The socket's buffer overflowed while the kernel flushed its backlog (seen
+                // when the boot that reads it shares the host with another VM): kauditd keeps
+                // what it could not send and sends it again, so read on.
+                _ if error.raw_os_error() == Some(libc::ENOBUFS) => continue,
+                _ => return Err(error),
+            }
+        };
         let message = buf.get(..n as usize).unwrap_or_default();
         let kind = message.get(4..6).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
         // One message per datagram. Not `nlmsg_len`: audit records set it without the header
