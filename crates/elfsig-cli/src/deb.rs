@@ -15,6 +15,7 @@ pub mod files;
 pub mod resign;
 pub mod tar;
 
+use std::io::Read;
 use std::path::Path;
 
 use crate::architecture::Machines;
@@ -58,19 +59,25 @@ impl<'a> Parts<'a> {
     pub fn control_tar(&self) -> Result<Vec<u8>, String> {
         let (index, compression) = self.control;
         let mut out = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(
-                compression.decoder(self.members[index].data).map_err(|e| format!("control.tar: {e}"))?,
-                MAX_CONTROL_TAR,
-            ),
-            &mut out,
-        )
-        .map_err(|e| format!("control.tar: {e}"))?;
+        compression
+            .decoder(self.members[index].data)
+            .and_then(|decoder| decoder.take(MAX_CONTROL_TAR).read_to_end(&mut out))
+            .map_err(|e| format!("control.tar: {e}"))?;
         if out.len() as u64 >= MAX_CONTROL_TAR {
             return Err(format!("control.tar: more than {MAX_CONTROL_TAR} bytes uncompressed"));
         }
         Ok(out)
     }
+}
+
+/// A package taken apart for hosts of `hosts` (a Debian architecture): its members, its
+/// uncompressed `control.tar`, and the machines whose code it holds natively.
+pub fn take_apart<'a>(bytes: &'a [u8], hosts: &str) -> Result<(Parts<'a>, Vec<u8>, Machines), Error> {
+    let parts = Parts::of(bytes).map_err(Error::msg)?;
+    let control_tar = parts.control_tar().map_err(Error::msg)?;
+    let architecture = control::architecture(&control_tar).map_err(Error::msg)?;
+    let native = native(&architecture, hosts).map_err(Error::msg)?;
+    Ok((parts, control_tar, native))
 }
 
 /// The most bytes `control.tar` may hold uncompressed.
@@ -83,7 +90,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, Error> {
 
 /// The machines whose code a package for `architecture` holds natively, on hosts of `hosts`:
 /// the hosts' own, whatever the package says it is for, and the package's architecture's.
-pub fn native(architecture: &str, hosts: &str) -> Result<Machines, String> {
+fn native(architecture: &str, hosts: &str) -> Result<Machines, String> {
     let unknown = |a: &str| format!("unknown architecture {a:?}");
     let hosts = Machines::of_debian(hosts).ok_or_else(|| unknown(hosts))?;
     if architecture == "all" {

@@ -121,10 +121,8 @@ pub fn run_all(
     let _ = stdout.flush();
     if !quiet && paths.len() > 1 {
         let mut summary = format!("{verb}: {done} done");
-        let skipped_total: usize = skipped.values().sum();
-        if skipped_total > 0 {
-            let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
-            summary += &format!(", {skipped_total} skipped ({})", each.join(", "));
+        if let Some(skipped) = skipped_summary(&skipped, "skipped") {
+            summary += &format!(", {skipped}");
         }
         if failed > 0 {
             summary += &format!(", {failed} failed");
@@ -132,6 +130,14 @@ pub fn run_all(
         eprintln!("elfsig: {summary}");
     }
     if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// How many files were left alone, and why, said as `what`: `3 skipped (2 kernel modules, 1
+/// objects)`; `None` for none.
+pub fn skipped_summary(skipped: &std::collections::BTreeMap<Skip, usize>, what: &str) -> Option<String> {
+    let total: usize = skipped.values().sum();
+    let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
+    (total > 0).then(|| format!("{total} {what} ({})", each.join(", ")))
 }
 
 /// A note about a file on standard error.

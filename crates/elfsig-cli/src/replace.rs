@@ -111,3 +111,19 @@ const fn libc_enotsup() -> i32 {
 pub fn hard_link_note(meta: &Metadata, what: &str) -> Option<String> {
     (meta.nlink() > 1).then(|| format!("has {} hard links; only this name now refers to the {what} file", meta.nlink()))
 }
+
+/// Whether two paths name the same file, however they are spelled: the same inode if both exist,
+/// else the same name in the same (canonical) directory.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(ma), Ok(mb)) = (a.metadata(), b.metadata()) {
+        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
+    }
+    let place = |p: &Path| -> Option<(PathBuf, std::ffi::OsString)> {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some((dir.canonicalize().ok()?, p.file_name()?.to_owned()))
+    };
+    match (place(a), place(b)) {
+        (Some(pa), Some(pb)) => pa == pb,
+        _ => a == b,
+    }
+}

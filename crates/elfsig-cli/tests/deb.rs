@@ -504,7 +504,12 @@ fn packages_made_to_slip_past_the_gate_do_not() {
     for (index, (what, bytes, said, signable)) in cases.into_iter().enumerate() {
         let deb = scratch.path(&format!("crafted-{index}.deb"));
         fs::write(&deb, &bytes).unwrap();
-        deb_verify(&keys).arg(&deb).assert().code(1).stderr(contains(said));
+        let refused = deb_verify(&keys).arg(&deb).assert().code(1).stderr(contains(said));
+        // Each refused file is named once, where its line starts.
+        let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+        for line in stderr.lines().filter_map(|l| l.strip_prefix("  ")) {
+            assert_eq!(line.matches(&format!("crafted-{index}.deb:")).count(), 1, "{what}: {line}");
+        }
         let out_dir = scratch.path(&format!("crafted-{index}-signed"));
         let signing = deb_sign(&keys).arg("-o").arg(&out_dir).arg(&deb).output().unwrap();
         let signed = out_dir.join(format!("crafted-{index}.deb"));

@@ -153,12 +153,7 @@ fn packages(named: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
 
 /// ", 3 left alone (2 kernel modules, 1 for other architectures)", or nothing.
 fn alone(skipped: &BTreeMap<Skip, usize>) -> String {
-    let total: usize = skipped.values().sum();
-    if total == 0 {
-        return String::new();
-    }
-    let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
-    format!(", {total} left alone ({})", each.join(", "))
+    output::skipped_summary(skipped, "left alone").map(|s| format!(", {s}")).unwrap_or_default()
 }
 
 fn known_architecture(architecture: &str) -> Result<(), Error> {

@@ -4,7 +4,7 @@
 use std::fs::Permissions;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tempfile::NamedTempFile;
@@ -21,7 +21,7 @@ const DEFAULT_RSA_BITS: usize = 3072;
 /// Runs the command.
 pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
     let token = key::token_uri(&args.key)?;
-    if token.is_none() && same_file(&args.key, &args.cert) {
+    if token.is_none() && crate::replace::same_file(&args.key, &args.cert) {
         return Err(Error::Usage("--key and --cert must name different files".into()));
     }
     let subject = cert::parse_subject(&args.subject)?;
@@ -92,23 +92,6 @@ pub fn run(args: &KeygenArgs, quiet: bool) -> Result<(), Error> {
 /// The certificate as DER, or PEM.
 fn certificate_bytes(certificate: &x509_cert::Certificate, der: bool) -> Result<Vec<u8>, Error> {
     Ok(if der { cert::to_der(certificate)? } else { cert::to_pem(certificate)?.into_bytes() })
-}
-
-/// Whether two paths name the same file, however they are spelled: the same inode if both exist,
-/// else the same name in the same (canonical) directory.
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if let (Ok(ma), Ok(mb)) = (a.metadata(), b.metadata()) {
-        return ma.dev() == mb.dev() && ma.ino() == mb.ino();
-    }
-    let place = |p: &Path| -> Option<(PathBuf, std::ffi::OsString)> {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Some((dir.canonicalize().ok()?, p.file_name()?.to_owned()))
-    };
-    match (place(a), place(b)) {
-        (Some(pa), Some(pb)) => pa == pb,
-        _ => a == b,
-    }
 }
 
 /// `bytes` in a temporary file beside `path`, with `mode`, synced. tempfile creates files with

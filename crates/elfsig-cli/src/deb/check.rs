@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use super::files::{self, Found};
 use super::tar::{self, Kind};
-use super::{Parts, control};
 use crate::commands::verify;
 use crate::crypto::cert::TrustedCert;
 use crate::error::Error;
@@ -38,9 +37,7 @@ pub fn check_bytes(
     trusted: &[TrustedCert],
     default_architecture: &str,
 ) -> Result<Checked, Error> {
-    let parts = Parts::of(bytes).map_err(Error::msg)?;
-    let about = control::read(&parts.control_tar().map_err(Error::msg)?).map_err(Error::msg)?;
-    let native = super::native(&about.architecture, default_architecture).map_err(Error::msg)?;
+    let (parts, _, native) = super::take_apart(bytes, default_architecture)?;
     let (index, compression) = parts.data;
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
     let mut reader = tar::Reader::new(compression.decoder(parts.members[index].data).map_err(|e| failed(&e))?);
@@ -50,8 +47,8 @@ pub fn check_bytes(
         match entry.kind {
             Kind::Other => {}
             Kind::HardLink => {
-                if let Err(e) = left_by_place.check_link(&entry, path) {
-                    checked.refused.push((files::name(path, &entry), e));
+                if let Some(why) = left_by_place.unsigned_name(&entry) {
+                    checked.refused.push((files::name(path, &entry), Error::msg(why)));
                 }
             }
             Kind::Regular => match files::examine(&mut reader, &entry, path, &native)? {

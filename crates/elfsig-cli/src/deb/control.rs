@@ -9,17 +9,6 @@ use super::tar::{self, TarError};
 /// The most bytes a control file may hold (dpkg's own files are a few kilobytes).
 const MAX_FILE: u64 = 16 << 20;
 
-/// What a package's control says about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Control {
-    /// `Package`.
-    pub package: String,
-    /// `Version`.
-    pub version: String,
-    /// `Architecture`.
-    pub architecture: String,
-}
-
 /// What signing changed in a package's files.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
@@ -30,8 +19,8 @@ pub struct Changes {
     pub installed_kib: i64,
 }
 
-/// Reads the `control` file of the uncompressed `control.tar`.
-pub fn read(control_tar: &[u8]) -> Result<Control, String> {
+/// The `Architecture` of the `control` file of the uncompressed `control.tar`.
+pub fn architecture(control_tar: &[u8]) -> Result<String, String> {
     let mut reader = tar::Reader::new(control_tar);
     let mut found = None;
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| format!("control.tar: {e}"))? {
@@ -48,10 +37,7 @@ pub fn read(control_tar: &[u8]) -> Result<Control, String> {
         }
         if path == b"control" {
             let text = contents(&mut reader, &entry)?;
-            let text = String::from_utf8_lossy(&text);
-            let get = |name: &str| field(&text, name).unwrap_or_default().to_owned();
-            found =
-                Some(Control { package: get("Package"), version: get("Version"), architecture: get("Architecture") });
+            found = Some(field(&String::from_utf8_lossy(&text), "Architecture").unwrap_or_default().to_owned());
         }
     }
     found.ok_or_else(|| "control.tar has no control file".into())

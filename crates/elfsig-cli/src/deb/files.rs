@@ -8,6 +8,7 @@ use std::io::{self, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use elfsig_core::elf::ELF_MAGIC;
 use md5::{Digest, Md5};
 
 use super::tar;
@@ -42,9 +43,8 @@ pub fn examine<R: Read>(
 ) -> Result<Found, Error> {
     let name = name(package, entry);
     let mut contents = reader.contents();
-    let mut magic = Vec::with_capacity(4);
-    (&mut contents).take(4).read_to_end(&mut magic).map_err(|e| Error::io("cannot read", &name, e))?;
-    if magic != b"\x7fELF" {
+    let magic = self::magic(&mut contents).map_err(|e| Error::io("cannot read", &name, e))?;
+    if magic != ELF_MAGIC {
         return Ok(Found::Other(magic));
     }
     let mut copy = tempfile::tempfile().map_err(|e| Error::io("cannot create a temporary copy of", &name, e))?;
@@ -55,6 +55,13 @@ pub fn examine<R: Read>(
     let file = Box::new(OpenFile::from_file(name, copy)?);
     let skip = Skip::classify_open(&file, Place::Installed(installed(entry.relative_path())), native);
     Ok(Found::Elf { file, md5, skip })
+}
+
+/// A file's first four bytes (fewer if it is shorter): its ELF magic, if it has one.
+pub fn magic(contents: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut magic = Vec::with_capacity(ELF_MAGIC.len());
+    contents.take(ELF_MAGIC.len() as u64).read_to_end(&mut magic)?;
+    Ok(magic)
 }
 
 /// A path in a package as a path relative to `/`.
@@ -77,18 +84,13 @@ impl LeftByPlace {
         }
     }
 
-    /// For a hard link: an error when it names such a file from a place that would not leave
-    /// it alone.
-    pub fn check_link(&self, entry: &tar::Entry, package: &Path) -> Result<(), Error> {
-        match self.0.get(entry.relative_link()) {
-            Some(&skip) if Skip::at(installed(entry.relative_path())) != Some(skip) => Err(Error::msg(format!(
-                "{}: another name of {}, which is left unsigned ({})",
-                name(package, entry).display(),
-                String::from_utf8_lossy(&entry.link),
-                skip.why()
-            ))),
-            _ => Ok(()),
-        }
+    /// For a hard link: why it is an unsigned name where programs run, when it names such a
+    /// file from a place that would not leave it alone.
+    pub fn unsigned_name(&self, entry: &tar::Entry) -> Option<String> {
+        let skip = *self.0.get(entry.relative_link())?;
+        (Skip::at(installed(entry.relative_path())) != Some(skip)).then(|| {
+            format!("another name of {}, which is left unsigned ({})", String::from_utf8_lossy(&entry.link), skip.why())
+        })
     }
 }
 

@@ -5,19 +5,21 @@
 //! left exactly as it was.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
+
+use elfsig_core::elf::ELF_MAGIC;
 use std::path::Path;
 
+use super::ar;
 use super::compression::Compression;
 use super::control::{self, Changes};
 use super::files::{self, Found, HashingWriter};
 use super::tar::{self, Kind};
-use super::{Parts, ar};
 use crate::architecture::Machines;
 use crate::commands::sign;
 use crate::crypto::cms::RecordSigner;
 use crate::error::Error;
-use crate::replace::{Keep, Replacement};
+use crate::replace::{Keep, Replacement, same_file};
 use crate::skip::Skip;
 
 /// How a package went.
@@ -55,10 +57,7 @@ pub fn resign_bytes(
     signer: &RecordSigner,
     default_architecture: &str,
 ) -> Result<(Resigned, Option<Vec<u8>>), Error> {
-    let parts = Parts::of(bytes).map_err(Error::msg)?;
-    let control_tar = parts.control_tar().map_err(Error::msg)?;
-    let about = control::read(&control_tar).map_err(Error::msg)?;
-    let native = super::native(&about.architecture, default_architecture).map_err(Error::msg)?;
+    let (parts, control_tar, native) = super::take_apart(bytes, default_architecture)?;
     let (data_index, compression) = parts.data;
     let data = parts.members[data_index].data;
     let mut resigned = Resigned::default();
@@ -101,12 +100,8 @@ fn holds_elf(data: &[u8], compression: Compression) -> Result<bool, Error> {
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
     let mut reader = tar::Reader::new(compression.decoder(data).map_err(|e| failed(&e))?);
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| failed(&e))? {
-        if entry.kind == Kind::Regular {
-            let mut magic = Vec::with_capacity(4);
-            reader.contents().take(4).read_to_end(&mut magic).map_err(|e| failed(&e))?;
-            if magic == b"\x7fELF" {
-                return Ok(true);
-            }
+        if entry.kind == Kind::Regular && files::magic(&mut reader.contents()).map_err(|e| failed(&e))? == ELF_MAGIC {
+            return Ok(true);
         }
     }
     Ok(false)
@@ -132,7 +127,9 @@ fn rewrite_data(
         let written = match entry.kind {
             Kind::Other => tar::write_head(&mut out, &entry).and_then(|()| reader.copy_rest(&mut out)),
             Kind::HardLink => {
-                left_by_place.check_link(&entry, package)?;
+                if let Some(why) = left_by_place.unsigned_name(&entry) {
+                    return Err(Error::msg(format!("{}: {why}", files::name(package, &entry).display())));
+                }
                 // Another name of a signed file: md5sums lists it too.
                 if let Some(sum) = changes.md5.get(entry.relative_link()).copied() {
                     changes.md5.insert(entry.relative_path().to_vec(), sum);
@@ -184,15 +181,6 @@ fn compress(compression: Compression, bytes: &[u8]) -> std::io::Result<Vec<u8>> 
     let mut encoder = compression.encoder()?;
     encoder.write_all(bytes)?;
     encoder.finish()
-}
-
-/// Whether the two paths name one file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
 }
 
 /// Writes `bytes` to `output` atomically, with `input`'s mode (and owner, in place).
