@@ -158,10 +158,13 @@ pub fn test() -> Result {
     );
     let mut boots = vec![system_boot(&unsigned, &unsigned.initrd, "distro-discover", &discover)];
     let rebooted = format!("{with_tools} {DISTRO_UPGRADE}=upgraded");
-    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-upgraded", image::FS_UUID, &rebooted)?;
-    if enforced.is_ok() {
+    let upgraded_disks = match enforced {
+        Ok(()) => Some(secure_boot::boot_disks(firmware, &dir, "distro-upgraded", image::FS_UUID, &rebooted)?),
+        Err(_) => None,
+    };
+    if let Some((vars, esp)) = &upgraded_disks {
         let mut upgraded = system_boot(&signed, &signed.initrd, "distro-upgraded", &rebooted);
-        upgraded.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
+        upgraded.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars, esp });
         upgraded.disk = Some(qemu::Disk::Kept(&kept));
         boots.push(upgraded);
     }

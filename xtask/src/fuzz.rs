@@ -228,8 +228,7 @@ fn package_seeds(dir: &Path) -> Result {
     }
     let elfsig = crate::tools::build_cli()?;
     let signed = work.join("signed");
-    let (key, cert) = (work.join("key.pem"), work.join("cert.pem"));
-    Cmd::new(&elfsig).args(["-q", "keygen", "--bits", "2048", "--key"]).arg(&key).arg("--cert").arg(&cert).run()?;
+    let (key, cert) = throwaway_key(&elfsig, &work)?;
     Cmd::new(&elfsig)
         .args(["-q", "deb", "sign", "--key"])
         .arg(&key)
@@ -259,14 +258,20 @@ fn write(path: &Path, bytes: &[u8]) -> Result {
     fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// A key pair made in `dir` for the seeds only: `key.pem`, `cert.pem`.
+fn throwaway_key(elfsig: &Path, dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let (key, cert) = (dir.join("key.pem"), dir.join("cert.pem"));
+    Cmd::new(elfsig).args(["-q", "keygen", "--bits", "2048", "--key"]).arg(&key).arg("--cert").arg(&cert).run()?;
+    Ok((key, cert))
+}
+
 /// Signs a copy of each seed with a throwaway key, using the real CLI.
 fn sign_copies(seeds: &[(String, Vec<u8>)]) -> Result<Vec<(String, Vec<u8>)>> {
     let work = paths::target().join("fuzz-corpus-signing");
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let elfsig = crate::tools::build_cli()?;
-    let (key, cert) = (work.join("key.pem"), work.join("cert.pem"));
-    Cmd::new(&elfsig).args(["-q", "keygen", "--bits", "2048", "--key"]).arg(&key).arg("--cert").arg(&cert).run()?;
+    let (key, cert) = throwaway_key(&elfsig, &work)?;
     let mut files = Vec::new();
     for (name, bytes) in seeds {
         let path = work.join(format!("{name}.signed"));

@@ -28,7 +28,13 @@ pub struct KeyPair {
 impl KeyPair {
     /// `elfsig sign` with this key: `--key`, `--cert` and the token's configuration.
     pub fn sign(&self, elfsig: &Path) -> Cmd {
-        let mut sign = Cmd::new(elfsig).args(["sign", "-q", "--key"]).arg(&self.key).arg("--cert").arg(&self.cert);
+        self.signing(elfsig, &["sign"])
+    }
+
+    /// `elfsig -q COMMAND` (`sign`, `deb sign`) with this key.
+    pub fn signing(&self, elfsig: &Path, command: &[&str]) -> Cmd {
+        let mut sign =
+            Cmd::new(elfsig).arg("-q").args(command).arg("--key").arg(&self.key).arg("--cert").arg(&self.cert);
         if let Some(conf) = &self.token {
             sign = sign.env("SOFTHSM2_CONF", conf);
         }

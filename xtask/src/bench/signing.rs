@@ -63,12 +63,8 @@ pub fn measure(elfsig: &Path, keys: &TestKeys, effort: BenchEffort) -> Result<Re
             if packaged {
                 let _ = fs::remove_dir_all(&signed_packages);
                 let start = Instant::now();
-                Cmd::new(elfsig)
+                key.signing(elfsig, &["deb", "sign"])
                     .env("RAYON_NUM_THREADS", threads.to_string())
-                    .args(["-q", "deb", "sign", "--key"])
-                    .arg(&key.key)
-                    .arg("--cert")
-                    .arg(&key.cert)
                     .arg("--output-dir")
                     .arg(&signed_packages)
                     .arg(&packages_dir)

@@ -51,23 +51,15 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair) -> Result<Archi
         let path = entry.map_err(|e| format!("cannot read {}: {e}", mirror.display()))?.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name.starts_with(&format!("{ARCHIVE_UNMODIFIED}_")) {
-            copy(&path, &other.join(&name))?;
+            super::image::copy(&path, &other.join(&name), 0o644)?;
         } else if name.starts_with(&format!("{ARCHIVE_REBUILT}_")) {
             rebuild_with_higher_version(&path, &unsigned)?;
         } else {
-            copy(&path, &unsigned.join(&name))?;
+            super::image::copy(&path, &unsigned.join(&name), 0o644)?;
         }
     }
     let started = Instant::now();
-    Cmd::new(elfsig)
-        .args(["-q", "deb", "sign", "--key"])
-        .arg(&key.key)
-        .arg("--cert")
-        .arg(&key.cert)
-        .arg("--output-dir")
-        .arg(&signed)
-        .arg(&unsigned)
-        .run()?;
+    key.signing(elfsig, &["deb", "sign"]).arg("--output-dir").arg(&signed).arg(&unsigned).run()?;
     let (count, bytes) = count(&signed)?;
     eprintln!(
         "xtask: re-signed {count} packages ({:.1} MiB) in {:.1} s",
@@ -140,10 +132,6 @@ fn count(dir: &Path) -> Result<(usize, u64)> {
         }
     }
     Ok(found)
-}
-
-fn copy(from: &Path, to: &Path) -> Result {
-    fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 /// The package `deb` as its maintainer would rebuild it with a higher version (the same files;
