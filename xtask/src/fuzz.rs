@@ -20,6 +20,7 @@ use crate::{Result, flags, paths};
 pub const TARGETS: &[(&str, &str)] = &[
     ("parse", "crates/elfsig-core"),
     ("payload", "crates/elfsig-core"),
+    ("policy", "crates/elfsig-core"),
     ("roundtrip", "crates/elfsig-cli"),
     ("deb", "crates/elfsig-cli"),
 ];
@@ -194,7 +195,45 @@ fn write_corpus() -> Result<PathBuf> {
         }
     }
     package_seeds(&root.join("deb"))?;
+    policy_seeds(&root.join("policy"))?;
     Ok(root)
+}
+
+/// Seeds for the `policy` target: policies `elfsig policy create` writes, unsigned and signed,
+/// empty and with each list.
+fn policy_seeds(dir: &Path) -> Result {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let work = paths::target().join("fuzz-corpus-policies");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let elfsig = crate::tools::build_cli()?;
+    let (key, cert) = throwaway_key(&elfsig, &work)?;
+    let digest = |byte: u8| format!("sha256:{}", format!("{byte:02x}").repeat(32));
+    let lists: [(&str, Vec<String>); 4] = [
+        ("empty", vec![]),
+        ("digests", vec!["--revoke".into(), digest(1), "--revoke".into(), digest(0xfe)]),
+        ("certs", vec!["--revoke-cert".into(), cert.display().to_string()]),
+        ("trusted", vec!["--trust".into(), cert.display().to_string(), "--revoke".into(), digest(7)]),
+    ];
+    for (name, args) in lists {
+        let unsigned = dir.join(format!("{name}.body"));
+        Cmd::new(&elfsig)
+            .args(["-q", "policy", "create", "--serial", "1"])
+            .args(&args)
+            .arg("-o")
+            .arg(&unsigned)
+            .run()?;
+        Cmd::new(&elfsig)
+            .args(["-q", "policy", "sign", "--key"])
+            .arg(&key)
+            .arg("--cert")
+            .arg(&cert)
+            .arg("-o")
+            .arg(dir.join(format!("{name}.signed")))
+            .arg(&unsigned)
+            .run()?;
+    }
+    Ok(())
 }
 
 /// Seeds for the `deb` target: a small package dpkg-deb builds around `true`, a script and a
