@@ -46,6 +46,95 @@ pub enum Command {
     Flush,
     /// Re-sign the ELF files inside Debian packages, or check them before dpkg installs them.
     Deb(DebArgs),
+    /// Write, sign and inspect a policy: signed files and certificates revoked, certificates
+    /// trusted beyond the module's own, with a serial number that only grows.
+    Policy(PolicyArgs),
+}
+
+/// `elfsig policy`.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// What to do with a policy.
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+/// The `policy` commands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Write a policy: signed with --key and --cert (a policy key), or unsigned, for `policy
+    /// sign` to sign where the policy key is.
+    Create(PolicyCreateArgs),
+    /// Sign a policy, or sign it again (its signature replaced).
+    Sign(PolicySignArgs),
+    /// Show what a policy says; with --cert, check its signature too (exit status 1 when it
+    /// does not verify).
+    Inspect(PolicyInspectArgs),
+}
+
+/// `elfsig policy create`.
+#[derive(Debug, Args)]
+pub struct PolicyCreateArgs {
+    /// The policy's serial number: the module only takes a policy whose serial is above the
+    /// loaded one's. With --from, that policy's plus one by default.
+    #[arg(long)]
+    pub serial: Option<u64>,
+    /// Start from this policy's lists (signed or not), and add to them.
+    #[arg(long, value_name = "POLICY")]
+    pub from: Option<PathBuf>,
+    /// Revoke a signed file: its path, or the digest its signature covers as sha256:HEX (what
+    /// `elfsig inspect` shows); may be repeated.
+    #[arg(long, value_name = "FILE|sha256:HEX")]
+    pub revoke: Vec<String>,
+    /// Revoke a certificate (PEM, possibly several, or DER): files it signed are refused, whatever
+    /// keyring trusts it; may be repeated.
+    #[arg(long, value_name = "CERT")]
+    pub revoke_cert: Vec<PathBuf>,
+    /// Trust a certificate (PEM, possibly several, or DER) to sign programs, beyond the module's
+    /// own and the kernel's keyrings; may be repeated.
+    #[arg(long, value_name = "CERT")]
+    pub trust: Vec<PathBuf>,
+    /// The policy key: a file, or a `pkcs11:` URI, as for `sign`.
+    #[arg(long, value_name = "KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// The policy key's certificate.
+    #[arg(long, value_name = "CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Where to write the policy.
+    #[arg(short, long, value_name = "POLICY")]
+    pub output: PathBuf,
+}
+
+/// `elfsig policy sign`.
+#[derive(Debug, Args)]
+pub struct PolicySignArgs {
+    /// The policy key: a file, or a `pkcs11:` URI, as for `sign`.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// The policy key's certificate.
+    #[arg(long, value_name = "CERT")]
+    pub cert: PathBuf,
+    /// Write the signed policy here instead of replacing POLICY.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The policy to sign.
+    #[arg(value_name = "POLICY")]
+    pub policy: PathBuf,
+}
+
+/// `elfsig policy inspect`.
+#[derive(Debug, Args)]
+pub struct PolicyInspectArgs {
+    /// One JSON object (schema in docs/POLICY.md).
+    #[arg(long)]
+    pub json: bool,
+    /// A policy certificate to check the signature with (PEM, possibly several, or DER); may be
+    /// repeated.
+    #[arg(long, value_name = "CERT")]
+    pub cert: Vec<PathBuf>,
+    /// The policy.
+    #[arg(value_name = "POLICY")]
+    pub policy: PathBuf,
 }
 
 /// `elfsig deb`.

@@ -37,6 +37,7 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Untrusted(args) => commands::settings::untrusted(args, cli.quiet),
         Command::Flush => commands::settings::flush(cli.quiet),
         Command::Deb(args) => commands::deb::run(args, cli.quiet),
+        Command::Policy(args) => commands::policy::run(args, cli.quiet),
     };
     match result {
         Ok(code) => code,
