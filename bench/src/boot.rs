@@ -2,13 +2,18 @@
 //! once per configuration and run (`elfsig_bench=CONFIG,RUN` on the kernel command line), and a
 //! unit runs `elfsig-bench boot` once systemd has started. It reports how long the boot took
 //! (systemd's own timestamps), times the Debian workload right after, when every program and
-//! library it uses is met for the first time, and reads what the module verified.
+//! library it uses is met for the first time, and reads what the module verified. With
+//! `,upgrade`, it then times the system's upgrade from its signed archive (`apt-get update`,
+//! `upgrade`, `install`): in `baseline` with elfsig's package gate taken out first, so that
+//! the two configurations are a host without elfsig and one with all of it.
 //!
 //! - `baseline`: `elfsig=off`, the module not loaded;
 //! - `elfsig`: the module loaded from the initramfs, enforcing, locked, its guard attached;
 //! - `ima`: `elfsig=off`, and IMA appraising the root file system's programs and executable
 //!   mappings (`elfsig-bench boot-ima`, run from the initramfs before the root runs anything,
-//!   loads the policy and the key; the files carry evmctl's `security.ima` signatures).
+//!   loads the policy and the key; the files carry evmctl's `security.ima` signatures). It
+//!   does not upgrade: the archive's packages carry no IMA signature, and IMA would refuse what
+//!   they install.
 
 use std::path::Path;
 use std::time::Instant;
@@ -17,6 +22,7 @@ use elfsig_control::{Control, Mode};
 use elfsig_guest::debian::{self, WORKLOAD};
 use elfsig_guest::harness::{self, Context, Stats, ensure};
 use elfsig_guest::image;
+use elfsig_guest::image::GATE_HOOK;
 
 use crate::ima;
 use crate::measure::emit;
@@ -57,8 +63,9 @@ pub(crate) fn load_ima() {
 
 fn run() -> Result<(), String> {
     let word = elfsig_guest::cmdline(image::BOOT_BENCH).ok_or("no elfsig_bench= on the kernel command line")?;
-    let (config, run, smoke) = boot_word(&word)
-        .ok_or_else(|| format!("{}={word}: expected CONFIG,RUN or CONFIG,RUN,smoke", image::BOOT_BENCH))?;
+    let Word { config, run, smoke, upgrade } = Word::parse(&word).ok_or_else(|| {
+        format!("{}={word}: expected CONFIG,RUN, then ,smoke and ,upgrade if asked", image::BOOT_BENCH)
+    })?;
     debian::booted()?;
     let (before_systemd, finished) = systemd_times()?;
     configured_as(&config)?;
@@ -78,11 +85,7 @@ fn run() -> Result<(), String> {
     let after = module_stats(&config, &Control::system())?;
     // Nothing may have been refused, or the workload was not the same in every configuration.
     if let (Some(at_boot), Some(after)) = (&at_boot, &after) {
-        // One refusal is elfsig-guard's own check that the guard works: its canary.
-        let (denied, mappings) = (count(after, "denied"), count(after, "mmap_denied"));
-        ensure(denied == 0 && mappings <= 1, || {
-            format!("the module refused {denied} execs and {mappings} mappings (1: the guard's canary)")
-        })?;
+        nothing_refused(after)?;
         emit_stats(&config, run, "at-boot", at_boot);
         emit_stats(&config, run, "after-workload", after);
         emit(SUITE, "module-memory-peak", &config, run, count(after, "memory_peak") as f64, "bytes");
@@ -96,17 +99,72 @@ fn run() -> Result<(), String> {
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
     }
+    if upgrade {
+        measure_upgrade(&config, run)?;
+    }
     Ok(())
 }
 
-/// The configuration, the run and whether it is a smoke run, from [`image::BOOT_BENCH`]'s value.
-fn boot_word(word: &str) -> Option<(String, usize, bool)> {
-    let mut fields = word.split(',');
-    match (fields.next(), fields.next().map(str::parse::<usize>), fields.next(), fields.next()) {
-        (Some(config), Some(Ok(run)), effort @ (None | Some("smoke")), None) if !config.is_empty() => {
-            Some((config.to_owned(), run, effort.is_some()))
+/// Nothing was refused (one mapping is elfsig-guard's own check that the guard works: its
+/// canary), or the work was not the same in every configuration.
+fn nothing_refused(stats: &Stats) -> Result<(), String> {
+    let (denied, mappings) = (count(stats, "denied"), count(stats, "mmap_denied"));
+    ensure(denied == 0 && mappings <= 1, || {
+        format!("the module refused {denied} execs and {mappings} mappings (1: the guard's canary)")
+    })
+}
+
+/// Times the upgrade from the system's signed archive, step by step, and in `elfsig` reads what
+/// the module verified by its end.
+fn measure_upgrade(config: &str, run: usize) -> Result<(), String> {
+    if config == "baseline" {
+        // A host without elfsig: no APT hook, and dpkg's verification slot off again as Debian
+        // ships it.
+        debian::shell_runs(&format!("rm {GATE_HOOK} && sed -i 's/^#no-debsig$/no-debsig/' /etc/dpkg/dpkg.cfg"), "")?;
+    }
+    let started = Instant::now();
+    for (id, script) in debian::upgrade_steps() {
+        let step = Instant::now();
+        let out = debian::sh(&format!("{script} 2>&1")).context(&script)?;
+        let output = String::from_utf8_lossy(&out.stdout);
+        ensure(out.status.success(), || {
+            let lines: Vec<&str> = output.lines().collect();
+            format!("upgrade, `{script}` failed: {}", lines[lines.len().saturating_sub(10)..].join(" | "))
+        })?;
+        emit(SUITE, &format!("upgrade-{id}"), config, run, step.elapsed().as_secs_f64() * 1000.0, "ms");
+    }
+    emit(SUITE, "upgrade", config, run, started.elapsed().as_secs_f64() * 1000.0, "ms");
+    if let Some(after) = module_stats(config, &Control::system())? {
+        nothing_refused(&after)?;
+        emit_stats(config, run, "after-upgrade", &after);
+    }
+    Ok(())
+}
+
+/// What [`image::BOOT_BENCH`]'s value asks for: `CONFIG,RUN`, then `,smoke` and `,upgrade` if
+/// asked, in that order.
+#[derive(Debug, PartialEq, Eq)]
+struct Word {
+    config: String,
+    run: usize,
+    /// Times the workload's first case only.
+    smoke: bool,
+    /// Times the upgrade from the archive after the workload.
+    upgrade: bool,
+}
+
+impl Word {
+    fn parse(word: &str) -> Option<Word> {
+        let mut fields = word.split(',');
+        let config = fields.next().filter(|c| !c.is_empty())?.to_owned();
+        let run = fields.next()?.parse::<usize>().ok()?;
+        let mut rest = fields.peekable();
+        let smoke = rest.next_if_eq(&"smoke").is_some();
+        let upgrade = rest.next_if_eq(&"upgrade").is_some();
+        match rest.next() {
+            None => Some(Word { config, run, smoke, upgrade }),
+            Some(_) => None,
         }
-        _ => None,
     }
 }
 
@@ -196,11 +254,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_kernel_command_line_word_names_a_configuration_a_run_and_maybe_a_smoke() {
-        assert_eq!(boot_word("elfsig,3"), Some(("elfsig".to_owned(), 3, false)));
-        assert_eq!(boot_word("ima,0,smoke"), Some(("ima".to_owned(), 0, true)));
-        for bad in ["", "elfsig", ",1", "elfsig,", "elfsig,x", "elfsig,1,quick", "elfsig,1,smoke,", "elfsig,-1"] {
-            assert_eq!(boot_word(bad), None, "{bad:?}");
+    fn the_kernel_command_line_word_names_a_configuration_a_run_and_what_else_to_do() {
+        let word = |config: &str, run, smoke, upgrade| Some(Word { config: config.to_owned(), run, smoke, upgrade });
+        assert_eq!(Word::parse("elfsig,3"), word("elfsig", 3, false, false));
+        assert_eq!(Word::parse("ima,0,smoke"), word("ima", 0, true, false));
+        assert_eq!(Word::parse("baseline,1,upgrade"), word("baseline", 1, false, true));
+        assert_eq!(Word::parse("elfsig,0,smoke,upgrade"), word("elfsig", 0, true, true));
+        for bad in [
+            "",
+            "elfsig",
+            ",1",
+            "elfsig,",
+            "elfsig,x",
+            "elfsig,1,quick",
+            "elfsig,1,smoke,",
+            "elfsig,-1",
+            "elfsig,1,upgrade,smoke",
+            "elfsig,1,smoke,smoke",
+        ] {
+            assert_eq!(Word::parse(bad), None, "{bad:?}");
         }
     }
 

@@ -96,13 +96,15 @@ fn signed_made() -> Result<std::sync::MutexGuard<'static, Option<image::Image>>>
     SIGNED.lock().map_err(|_| "a thread making the image panicked".to_owned())
 }
 
-/// The signed system the `boot` bench boots (its kernel is the image's).
+/// The signed system the `boot` bench boots (its kernel is the image's), with its archive, from
+/// which the bench upgrades it.
 pub fn signed_image() -> Result<image::Image> {
     if let Some(image) = signed_made()?.clone() {
         return Ok(image);
     }
     let inputs = Inputs::build()?;
-    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, None)
+    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel)?;
+    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, Some(&archives))
 }
 
 /// Builds the images (from the cached Debian 13 root), boots both and checks them.

@@ -1,12 +1,14 @@
 //! The signed Debian system's workload (`cargo xtask distro`): what a real system does, as
-//! shell steps. The checks run it expecting no refusal; the `boot` bench times it right after
-//! boot, when every program and library it uses is met for the first time.
+//! shell steps, and its upgrade from the archive. The checks run them expecting no refusal;
+//! the `boot` bench times the workload right after boot, when every program and library it uses
+//! is met for the first time, and then the upgrade.
 
 use std::process::{Command, Output};
 
 use elfsig_control::{Control, Guard, Mode};
 
 use crate::harness::{Context, Outcome, ensure};
+use crate::image::ARCHIVE_INSTALLED;
 
 /// A step: a shell script, which must exit 0 and print this on its standard output.
 pub type Step = (&'static str, &'static str);
@@ -67,6 +69,23 @@ pub const WORKLOAD: [(&str, &str, &[Step]); 8] = [
         ],
     ),
 ];
+
+/// The shell command that runs `apt-get` with `args` as a run nobody answers does: no
+/// question, configuration files kept.
+pub fn apt(args: &str) -> String {
+    format!("DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Options::=--force-confold {args}")
+}
+
+/// Keeping the system up to date from its signed archive, as an administrator does it: a short
+/// name (for results.csv) and the shell command of each step. The `boot` bench times them; the
+/// checks run them expecting no refusal.
+pub fn upgrade_steps() -> [(&'static str, String); 3] {
+    [
+        ("update", "apt-get -q update".to_owned()),
+        ("upgrade", apt("upgrade")),
+        ("install", apt(&format!("install {ARCHIVE_INSTALLED}"))),
+    ]
+}
 
 /// Runs `script` with sh.
 pub fn sh(script: &str) -> std::io::Result<Output> {

@@ -153,13 +153,16 @@ pub const ARCHIVE_INSTALLED: &str = "openssh-server";
 pub const ARCHIVE_UNMODIFIED: &str = "hello";
 /// The certificates the Debian system's package gate trusts (`apt/`).
 pub const GATE_CERTS: &str = "/etc/elfsig/trusted.pem";
+/// The Debian system's package gate in APT (`apt/apt.conf.d/80elfsig`).
+pub const GATE_HOOK: &str = "/etc/apt/apt.conf.d/80elfsig";
 
 /// In the Debian system's permissive boot, each file that would have been refused is a
 /// diagnostic line starting with this, followed by the path and the cause in parentheses.
 pub const TO_SIGN: &str = "to sign: ";
 /// The kernel command line word that starts the `boot` bench in the Debian system:
 /// `CONFIG,RUN`, the configuration booted (`baseline`, `elfsig`, `ima`) and the run it belongs to,
-/// then `,smoke` in a smoke run, which times the workload's first case only.
+/// then `,smoke` in a smoke run, which times the workload's first case only, and `,upgrade` to
+/// time the upgrade from the archive after the workload.
 pub const BOOT_BENCH: &str = "elfsig_bench";
 /// The `boot` bench's program in the Debian system (`elfsig-bench boot`, static).
 pub const BOOT_BENCH_PROGRAM: &str = "/usr/local/libexec/elfsig-bench";

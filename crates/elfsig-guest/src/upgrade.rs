@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use elfsig_control::Mode;
-use elfsig_guest::debian::{booted, module_state, sh};
+use elfsig_guest::debian::{apt, booted, module_state, sh, upgrade_steps};
 use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
     ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, GATE_CERTS, OTHER_ARCHIVE,
@@ -57,14 +57,12 @@ fn refusals() -> Result<(u64, u64, usize), String> {
     Ok((stats.get("denied").copied().unwrap_or(0), stats.get("mmap_denied").copied().unwrap_or(0), logged))
 }
 
-/// APT's environment for a run nobody answers.
-const APT: &str = "DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Options::=--force-confold";
-
 /// The cases of the boot that upgrades, after the signed system's own.
 pub(crate) fn upgrade(suite: &mut Suite<'_>) {
-    suite.case("the system lists only its archives, and APT reads them", || succeeds("apt-get -q update"));
+    let [(_, update), (_, upgrade), (_, install)] = upgrade_steps();
+    suite.case("the system lists only its archives, and APT reads them", move || succeeds(&update));
     suite.case("the gate refuses a package as Debian ships it, before dpkg unpacks anything", || {
-        let (ok, output) = run(&format!("{APT} install {ARCHIVE_UNMODIFIED}"))?;
+        let (ok, output) = run(&apt(&format!("install {ARCHIVE_UNMODIFIED}")))?;
         ensure(!ok && output.contains("the module would refuse"), || {
             format!("apt-get install {ARCHIVE_UNMODIFIED} (exit ok: {ok}): {}", tail(&output))
         })?;
@@ -91,16 +89,16 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
     });
     suite.case(
         "apt-get upgrade and install from the signed archive: scripts and triggers run, nothing refused",
-        || {
+        move || {
             let before = refusals()?;
             let initramfs = initramfs()?;
             let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
             std::fs::create_dir_all("/var/lib/elfsig-check").context("mkdir")?;
             std::fs::write(BEFORE, digest).context(BEFORE)?;
-            let (ok, output) = run(&format!("{APT} upgrade"))?;
+            let (ok, output) = run(&upgrade)?;
             harness::diagnostic(format_args!("apt-get upgrade: {}", tail(&output)));
             ensure(ok, || format!("apt-get upgrade failed: {}", tail(&output)))?;
-            let (ok, output) = run(&format!("{APT} install {ARCHIVE_INSTALLED}"))?;
+            let (ok, output) = run(&install)?;
             ensure(ok, || format!("apt-get install {ARCHIVE_INSTALLED} failed: {}", tail(&output)))?;
             let after = refusals()?;
             ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
@@ -128,6 +126,10 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
         let (state, failed) = elfsig_guest::debian::system_state()?;
         ensure(state == "running" && failed.is_empty(), || format!("systemd says {state:?}; failed: {failed}"))
     });
+    suite.case(
+        "what a module build runs is refused: a program gcc just compiled, a proc-macro library rustc just built",
+        build_helpers_refused,
+    );
     // Last: the loader policy cannot go back to allow while the module is locked.
     suite.case(
         "under loader deny ldd cannot run: an initramfs rebuild fails, saying so, and keeps the one there is",
@@ -143,6 +145,44 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
             ensure(after == before, || format!("{initramfs} changed"))
         },
     );
+}
+
+/// Where [`build_helpers_refused`] builds.
+const BUILD: &str = "/var/tmp/elfsig-module-build";
+
+/// What DKMS's build of a module for a new kernel runs besides signed programs, refused: a
+/// helper Kbuild compiles and runs (fixdep, kconfig's conf), and a proc-macro library rustc
+/// compiles and then loads (the kernel's `macros`). Why README says to build the module in the
+/// pipeline instead.
+fn build_helpers_refused() -> Outcome {
+    let before = harness::stats()?;
+    succeeds(&format!(
+        "rm -rf {BUILD} && mkdir -p {BUILD} && cd {BUILD} && printf 'int main(void) {{ return 0; }}\\n' >helper.c \
+         && gcc -o helper helper.c"
+    ))?;
+    harness::refused(&format!("{BUILD}/helper"))?;
+    std::fs::write(
+        format!("{BUILD}/m.rs"),
+        "extern crate proc_macro;\n#[proc_macro]\npub fn empty(_: proc_macro::TokenStream) -> proc_macro::TokenStream \
+         {\n    proc_macro::TokenStream::new()\n}\n",
+    )
+    .context("m.rs")?;
+    std::fs::write(format!("{BUILD}/user.rs"), "m::empty!();\nfn main() {}\n").context("user.rs")?;
+    succeeds(&format!("cd {BUILD} && rustc --edition 2021 --crate-type proc-macro --crate-name m -o libm.so m.rs"))?;
+    // rustc maps the library executable to run its macro: refused, which rustc reports as a
+    // crate it cannot find. The kernel log names the library.
+    let (ok, output) = run(&format!("cd {BUILD} && rustc --edition 2021 --extern m=libm.so -o user user.rs"))?;
+    ensure(!ok, || format!("rustc ran the new proc-macro: {}", tail(&output)))?;
+    let after = harness::stats()?;
+    harness::counters_grew(&before, &after, &[("denied", 1)])?;
+    ensure(harness::grew(&before, &after, "mmap_denied") >= 1, || "no mapping was refused".into())?;
+    let logged = harness::kernel_log()?;
+    ensure(logged.iter().any(|l| l.starts_with("elfsig: refused") && l.contains(&format!("{BUILD}/libm.so"))), || {
+        format!("no refusal of {BUILD}/libm.so in the kernel log; rustc said: {}", tail(&output))
+    })?;
+    let (state, failed) = elfsig_guest::debian::system_state()?;
+    ensure(state == "running", || format!("systemd says {state:?}; failed: {failed}"))?;
+    succeeds(&format!("rm -rf {BUILD}"))
 }
 
 /// The boot after the upgrade: from the initramfs the upgrade's trigger made.

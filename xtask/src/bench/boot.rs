@@ -8,6 +8,12 @@
 //! Two VMs of one vCPU boot side by side, each a different configuration; in every round each
 //! VM boots all three, in rotating order, and the three boots of one VM in one round are one run:
 //! ratios pair them.
+//!
+//! The first rounds' `baseline` and `elfsig` boots then upgrade the system from its signed archive
+//! (`elfsig_bench=CONFIG,RUN,upgrade`): how much longer `apt-get upgrade` takes on a host under
+//! elfsig (the package gate, and the module verifying what the upgrade runs) than on one
+//! without. On the instruction clock only, the figure the host's load cannot move: an upgrade
+//! under emulation takes minutes.
 
 use elfsig_guest::image::BOOT_BENCH;
 use elfsig_guest::image::BenchEffort;
@@ -28,6 +34,12 @@ pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 
 /// How many VMs boot at once.
 const VMS: usize = 2;
+
+/// How many rounds also upgrade the system, at most.
+const UPGRADE_ROUNDS: usize = 2;
+/// The configurations that upgrade: IMA would refuse what the archive's packages install, which
+/// carry no IMA signature.
+pub const UPGRADE_CONFIGS: [&str; 2] = ["baseline", "elfsig"];
 
 /// What the suite boots: the signed image, with its kernel. Made before the bench VMs run, so
 /// that a failure here (not root, no archive) does not come after their long run.
@@ -65,23 +77,28 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
             );
             let labels: Vec<String> =
                 booted.iter().map(|(config, run)| format!("boot{figure}-{config}-{run}")).collect();
+            let upgrades: Vec<bool> = booted.iter().map(|(config, _)| upgrades(round, config, clock)).collect();
             let appends: Vec<String> = booted
                 .iter()
-                .map(|(config, run)| {
+                .zip(&upgrades)
+                .map(|((config, run), upgrade)| {
                     let off = if *config == "elfsig" { "" } else { " elfsig=off" };
                     let smoke = if effort == BenchEffort::Smoke { ",smoke" } else { "" };
-                    format!("{} {BOOT_BENCH}={config},{run}{smoke}{off}", distro::root(disk))
+                    let upgrade = if *upgrade { ",upgrade" } else { "" };
+                    format!("{} {BOOT_BENCH}={config},{run}{smoke}{upgrade}{off}", distro::root(disk))
                 })
                 .collect();
             let boots: Vec<qemu::Boot<'_>> = labels
                 .iter()
                 .zip(&appends)
-                .map(|(label, append)| qemu::Boot {
+                .zip(&upgrades)
+                .map(|((label, append), upgrade)| qemu::Boot {
                     kernel: &image.kernel,
                     initramfs: &image.initrd,
                     disk: Some(disk),
                     append,
-                    timeout_secs: 900,
+                    // An upgrade under emulation: apt, dpkg, and the initramfs rebuilt.
+                    timeout_secs: if *upgrade { 2400 } else { 900 },
                     memory_mb: 2048,
                     cpus: 1,
                     label,
@@ -97,18 +114,27 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
             }
         }
     }
-    check_complete(&results, rounds * runs_per_round)?;
+    let upgraded = if clock == qemu::Clock::Instructions { rounds.min(UPGRADE_ROUNDS) * runs_per_round } else { 0 };
+    check_complete(&results, rounds * runs_per_round, upgraded)?;
     Ok((results, accel.to_owned()))
 }
 
-/// Every run measured every configuration's boot and workload.
-fn check_complete(results: &Results, runs: usize) -> Result {
-    for case in ["boot-to-default-target", "workload"] {
-        for config in CONFIGS {
-            let measured = results.values(SUITE, case, config).len();
-            if measured != runs {
-                return Err(format!("boot bench: {measured} of {runs} runs measured {case} in {config}"));
-            }
+/// Whether the boot of `config` in `round` upgrades the system too.
+fn upgrades(round: usize, config: &str, clock: qemu::Clock) -> bool {
+    clock == qemu::Clock::Instructions && round < UPGRADE_ROUNDS && UPGRADE_CONFIGS.contains(&config)
+}
+
+/// Every run measured every configuration's boot and workload, and `upgraded` runs the upgrade
+/// in the configurations that upgrade.
+fn check_complete(results: &Results, runs: usize, upgraded: usize) -> Result {
+    let expected = ["boot-to-default-target", "workload"]
+        .into_iter()
+        .flat_map(|case| CONFIGS.into_iter().map(move |config| (case, config, runs)))
+        .chain(UPGRADE_CONFIGS.into_iter().map(|config| ("upgrade", config, upgraded)));
+    for (case, config, runs) in expected {
+        let measured = results.values(SUITE, case, config).len();
+        if measured != runs {
+            return Err(format!("boot bench: {measured} of {runs} runs measured {case} in {config}"));
         }
     }
     Ok(())

@@ -195,7 +195,7 @@ fn publish(dir: &Path, gnupg: &Path) -> Result {
 /// date" has an administrator do: the archives listed alone, with `Signed-By`; the gate's APT
 /// hook and dpkg slot from `apt/`, with the certificate `cert` the module trusts (no key).
 pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
-    use elfsig_guest::image::{ARCHIVE, GATE_CERTS, OTHER_ARCHIVE};
+    use elfsig_guest::image::{ARCHIVE, GATE_CERTS, GATE_HOOK, OTHER_ARCHIVE};
     let inside = |path: &str| root.join(path.trim_start_matches('/'));
     for (from, to) in [(&archives.signed, ARCHIVE), (&archives.other, OTHER_ARCHIVE)] {
         super::image::parent_made(&inside(to))?;
@@ -211,7 +211,7 @@ pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
         )?;
     }
     let gate = paths::root().join("apt");
-    super::image::copy(&gate.join("apt.conf.d/80elfsig"), &inside("/etc/apt/apt.conf.d/80elfsig"), 0o644)?;
+    super::image::copy(&gate.join("apt.conf.d/80elfsig"), &inside(GATE_HOOK), 0o644)?;
     super::image::copy(&gate.join("debsig-verify"), &inside("/usr/local/sbin/debsig-verify"), 0o755)?;
     super::image::copy(cert, &inside(GATE_CERTS), 0o644)?;
     // Debian's dpkg.cfg turns dpkg's verification slot off; apt/README.md has it turned on.

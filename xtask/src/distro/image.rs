@@ -35,7 +35,7 @@ pub struct Parts<'a> {
     /// The certificates (concatenated DER) the module embeds, as `cargo xtask dkms --cert` stages
     /// them.
     pub certs: &'a [u8],
-    /// The signed system's package archives and gate (the checks only).
+    /// The signed system's package archives and gate, which the checks and the bench upgrade from.
     pub archives: Option<&'a super::archive::Archives>,
 }
 

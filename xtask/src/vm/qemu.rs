@@ -300,13 +300,16 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     }
 }
 
-/// `-rtc` for a guest whose clock counts instructions: the real-time clock starts at this
-/// run's first boot, to the hour, in every boot of the run (its progress and the time the guest
-/// reads at boot are then the same in each), and follows the guest's clock.
+/// `-rtc` for a guest whose clock counts instructions: the real-time clock starts at the hour
+/// after this run's first boot in every boot of the run (its progress and the time the guest
+/// reads at boot are then the same in each), and follows the guest's clock. After, not before:
+/// what the run made before its first boot (the archive's signature, which APT checks against
+/// the guest's time) must not be in the guest's future.
 fn pinned_rtc() -> &'static str {
     static RTC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     RTC.get_or_init(|| {
-        let hour = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 3600);
+        let hour =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() / 3600 + 1);
         let (days, hour) = (hour / 24, hour % 24);
         let (year, month, day) = civil_from_days(days);
         format!("base={year:04}-{month:02}-{day:02}T{hour:02}:00:00,clock=vm")
