@@ -22,28 +22,40 @@ pub(crate) struct ControlFile {
     pub(crate) mode: u16,
     /// What reading it shows, if it can be read.
     read: Option<fn(&mut Cursor<'_>) -> fmt::Result>,
-    /// What writing a word to it does, if it can be written.
-    write: Option<fn(&[u8]) -> Result>,
+    /// What writing to it does, if it can be written.
+    write: Option<Writes>,
 }
+
+/// What a control file takes.
+#[derive(Clone, Copy)]
+enum Writes {
+    /// A word, surrounding whitespace ignored, of at most [`WORD`] bytes.
+    Word(fn(&[u8]) -> Result),
+    /// Bytes as written, at most this many, in one write.
+    Bytes(fn(&[u8]) -> Result, usize),
+}
+
+/// What a word written to a setting may be long.
+const WORD: usize = 63;
 
 /// The control directory's name.
 pub(crate) const DIR: &core::ffi::CStr = c"elfsig";
 
 /// Every control file. The index of an entry is how the shim names it.
-pub(crate) static FILES: [ControlFile; 8] = [
+pub(crate) static FILES: [ControlFile; 9] = [
     // `enforce` or `permissive`; writable unless locked.
     ControlFile {
         name: c"mode",
         mode: 0o600,
         read: Some(read_mode),
-        write: Some(write_mode),
+        write: Some(Writes::Word(write_mode)),
     },
     // `1` once enforce is locked until reboot (which also refuses unloading); write `1`.
     ControlFile {
         name: c"lock",
         mode: 0o600,
         read: Some(read_lock),
-        write: Some(write_lock),
+        write: Some(Writes::Word(write_lock)),
     },
     // The counters, `name value` per line.
     ControlFile {
@@ -57,7 +69,7 @@ pub(crate) static FILES: [ControlFile; 8] = [
         name: c"flush",
         mode: 0o200,
         read: None,
-        write: Some(write_flush),
+        write: Some(Writes::Word(write_flush)),
     },
     // `deny` refuses running the dynamic loader directly, `allow` (the default) lets it run;
     // `allow` is refused while locked.
@@ -65,7 +77,7 @@ pub(crate) static FILES: [ControlFile; 8] = [
         name: c"loader",
         mode: 0o600,
         read: Some(read_loader),
-        write: Some(write_loader),
+        write: Some(Writes::Word(write_loader)),
     },
     // The mapping guard: `active`, `attached`, `detached` or `unavailable: <why>`. elfsig-guard
     // writes `attach FD...` (its BPF links); `release` drops them, refused while locked.
@@ -73,7 +85,7 @@ pub(crate) static FILES: [ControlFile; 8] = [
         name: c"guard",
         mode: 0o600,
         read: Some(read_guard),
-        write: Some(write_guard),
+        write: Some(Writes::Word(write_guard)),
     },
     // Files on mounts the kernel does not trust (a user namespace's, FUSE): `refuse` (the
     // default) or `verify` (every time, never cached); `verify` is refused while locked.
@@ -81,7 +93,7 @@ pub(crate) static FILES: [ControlFile; 8] = [
         name: c"untrusted",
         mode: 0o600,
         read: Some(read_untrusted),
-        write: Some(write_untrusted),
+        write: Some(Writes::Word(write_untrusted)),
     },
     // What applies where: the filesystems whose verdicts are cached, the rest verified every
     // time, untrusted mounts, memfds (filesystem.rs).
@@ -90,6 +102,18 @@ pub(crate) static FILES: [ControlFile; 8] = [
         mode: 0o400,
         read: Some(read_filesystems),
         write: None,
+    },
+    // The signed policy (signed_policy.rs): `none` or the loaded one's serial, digest and
+    // counts; write a signed policy, in one write, to load it, or `clear` (refused while
+    // locked) to unload it.
+    ControlFile {
+        name: c"policy",
+        mode: 0o600,
+        read: Some(crate::signed_policy::read),
+        write: Some(Writes::Bytes(
+            crate::signed_policy::write,
+            crate::elfsig_core::policy::MAX_POLICY_LEN,
+        )),
     },
 ];
 
@@ -217,14 +241,25 @@ pub(crate) fn read(which: u32, out: &mut [u8]) -> Result<usize> {
     Ok(cursor.len())
 }
 
+/// The most bytes one write to control file `which` may bring.
+pub(crate) fn write_max(which: u32) -> usize {
+    match file(which).map(|f| f.write) {
+        Ok(Some(Writes::Word(_))) => WORD,
+        Ok(Some(Writes::Bytes(_, max))) => max,
+        _ => 0,
+    }
+}
+
 /// Applies what was written to control file `which`.
 pub(crate) fn write(which: u32, input: &[u8]) -> Result {
-    let apply = file(which)?.write.ok_or(EINVAL)?;
-    apply(trim(input))
+    match file(which)?.write.ok_or(EINVAL)? {
+        Writes::Word(apply) => apply(trim(input)),
+        Writes::Bytes(apply, _) => apply(input),
+    }
 }
 
 /// `input` without leading and trailing ASCII whitespace (`echo` adds a newline).
-fn trim(mut input: &[u8]) -> &[u8] {
+pub(crate) fn trim(mut input: &[u8]) -> &[u8] {
     while let [first, rest @ ..] = input {
         if !first.is_ascii_whitespace() {
             break;

@@ -25,11 +25,15 @@ mod guard;
 mod interpreter;
 mod pending;
 mod policy;
+mod signed_policy;
 mod stats;
 mod text;
 mod verify;
 
-use glue::{binfmt, crypto, exec_end, file, guard as guard_glue, keys, module, securityfs};
+use glue::{
+    binfmt, crypto, exec_end, file, guard as guard_glue, keys, module, policy as policy_glue,
+    securityfs,
+};
 use policy::STATE;
 
 module! {
@@ -48,6 +52,7 @@ struct Elfsig {
     _pending: glue::pending::Table,
     _control: securityfs::ControlDir,
     _faults: file::FaultInjection,
+    _policy_keyring: policy_glue::PolicyKeyring,
     _keyring: keys::ModuleKeyring,
     _sha256: crypto::Transform,
 }
@@ -58,7 +63,11 @@ impl kernel::Module for Elfsig {
         STATE.configure(params.mode, params.untrusted, params.deny_loader)?;
         let sha256 = crypto::Transform::alloc()?;
         let keyring = keys::ModuleKeyring::create()?;
-        load_embedded_certs(&keyring)?;
+        load_embedded_certs(module::embedded_certs(), |cert| keyring.add_cert(cert))?;
+        let policy_keyring = policy_glue::PolicyKeyring::create()?;
+        load_embedded_certs(module::embedded_policy_certs(), |cert| {
+            policy_keyring.add_cert(cert)
+        })?;
         let faults = file::FaultInjection::create();
         let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
         let exec_end = exec_end::Probe::register()?;
@@ -89,15 +98,15 @@ impl kernel::Module for Elfsig {
             _pending: glue::pending::Table::new(),
             _control: control,
             _faults: faults,
+            _policy_keyring: policy_keyring,
             _keyring: keyring,
             _sha256: sha256,
         })
     }
 }
 
-/// Adds the certificates embedded at build time (concatenated DER) to the module keyring.
-fn load_embedded_certs(keyring: &keys::ModuleKeyring) -> Result {
-    let mut rest = module::embedded_certs();
+/// Adds certificates embedded at build time (concatenated DER) with `add`.
+fn load_embedded_certs(mut rest: &[u8], add: impl Fn(&[u8]) -> Result) -> Result {
     let mut index = 0usize;
     while !rest.is_empty() {
         let len = elfsig_core::der::sequence_len(rest)
@@ -107,8 +116,7 @@ fn load_embedded_certs(keyring: &keys::ModuleKeyring) -> Result {
                 EINVAL
             })?;
         let (cert, tail) = rest.split_at(len);
-        keyring
-            .add_cert(cert)
+        add(cert)
             .inspect_err(|e| pr_err!("cannot add embedded certificate {}: {:?}\n", index, e))?;
         index = index.saturating_add(1);
         rest = tail;

@@ -15,6 +15,7 @@ pub(crate) mod guard;
 pub(crate) mod keys;
 pub(crate) mod module;
 pub(crate) mod pending;
+pub(crate) mod policy;
 pub(crate) mod securityfs;
 
 use kernel::error::Error;

@@ -20,6 +20,7 @@ use crate::elfsig_core::{
 use crate::glue::crypto;
 use crate::glue::file::FileRef;
 use crate::glue::keys::{self, SignatureError as KeyError};
+use crate::glue::policy::Held;
 use crate::policy::STATE;
 use crate::stats::{MemoryCharge, Stats};
 
@@ -45,8 +46,10 @@ pub(crate) enum KernelDetail {
     /// An overlayfs file opened before its copy-up: it maps the file it opened, not the copy
     /// it reads.
     CopiedUp,
-    /// The file's SHA-256 digest is revoked: it is in `.blacklist`.
+    /// The file's SHA-256 digest is revoked: it is in `.blacklist`, or the policy lists it.
     Revoked([u8; 32]),
+    /// Signed by a certificate the policy revokes.
+    RevokedKey,
 }
 
 impl KernelDetail {
@@ -69,6 +72,7 @@ impl fmt::Display for KernelDetail {
             KernelDetail::CopiedUp => f.write_str(
                 "opened before its copy-up: maps the file it opened, not the copy it reads",
             ),
+            KernelDetail::RevokedKey => f.write_str("signed by a certificate the policy revokes"),
             KernelDetail::Revoked(digest) => {
                 f.write_str("sha256:")?;
                 digest.iter().try_for_each(|b| write!(f, "{b:02x}"))
@@ -171,17 +175,21 @@ impl Sha256 for KernelSha256 {
     }
 }
 
-/// The builtin and secondary trusted keyrings, the module's own, and `.blacklist`.
-struct Keyrings;
+/// The builtin and secondary trusted keyrings, the module's own, `.blacklist`, and the policy
+/// loaded when the verification began (held to its end, so that it sees one policy whole).
+struct Keyrings {
+    policy: Option<Held>,
+}
 
 impl Trust for Keyrings {
     type Signer = ();
     type Detail = KernelDetail;
 
     fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refused<KernelDetail>> {
-        keys::verify_pkcs7(record, cms).map_err(|error| match error {
+        keys::verify_pkcs7(record, cms, self.policy.as_ref()).map_err(|error| match error {
             KeyError::UnknownKey => Refused::new(Reason::UnknownKey),
             KeyError::Rejected => Refused::new(Reason::BadSignature),
+            KeyError::RevokedKey => Refused::by_trust(Reason::Revoked, KernelDetail::RevokedKey),
             KeyError::Malformed => Refused::parse(SignatureError::BadCms.into()),
             KeyError::Failed(e) => {
                 Refused::by_trust(Reason::Error, KernelDetail::Errno(e.to_errno()))
@@ -190,9 +198,13 @@ impl Trust for Keyrings {
     }
 
     fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refused<KernelDetail>> {
+        let by_policy = self
+            .policy
+            .as_ref()
+            .is_some_and(|policy| crate::elfsig_core::policy::lists(policy.digests(), digest));
         match keys::is_revoked(digest) {
-            Ok(false) => Ok(()),
-            Ok(true) => Err(Refused::by_trust(
+            Ok(false) if !by_policy => Ok(()),
+            Ok(_) => Err(Refused::by_trust(
                 Reason::Revoked,
                 KernelDetail::Revoked(*digest),
             )),
@@ -248,17 +260,21 @@ pub(crate) fn verify_file<'n>(
     name: &'n mut KVec<u8>,
 ) -> Result<Verified<'n>, Failure> {
     let mut reader = reader(file);
+    let mut keyrings = Keyrings {
+        policy: Held::current(),
+    };
     let verified =
-        verify::<KernelSha256, _, _>(&mut reader, Structure::Locate, &mut Keyrings, &mut Vmalloc)?;
+        verify::<KernelSha256, _, _>(&mut reader, Structure::Locate, &mut keyrings, &mut Vmalloc)?;
     Ok(Verified {
         digest: verified.digest,
         exec: read_exec(&mut reader, name)?,
     })
 }
 
-/// Refuses a revoked digest, and refuses when revocation cannot be checked.
+/// Refuses a digest revoked in `.blacklist`, and refuses when revocation cannot be checked. A
+/// cached verdict needs no check against the policy: loading one empties the cache.
 pub(crate) fn not_revoked(digest: &[u8; 32]) -> Result<(), Failure> {
-    Ok(Keyrings.check_revocation(digest)?)
+    Ok(Keyrings { policy: None }.check_revocation(digest)?)
 }
 
 /// What exec makes of a file.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Audit records of refusals (`shim/audit.c`).
+//! Audit records of refusals, and of policies loaded or refused (`shim/audit.c`).
 
 use core::ffi::{c_char, CStr};
 
@@ -14,6 +14,7 @@ extern "C" {
         digest: *const u8,
         enforced: bool,
     );
+    fn elfsig_shim_audit_policy(cause: *const c_char, serial: u64, loaded: bool);
 }
 
 /// Records that `file` is refused (or, when not `enforced`, would be): `op` says how it was
@@ -38,4 +39,11 @@ pub(crate) fn refusal(
             enforced,
         )
     }
+}
+
+/// Records a policy written to the `policy` control file: `loaded` (or cleared), or refused
+/// because of `cause`; `serial` is its serial where it is known (0 otherwise).
+pub(crate) fn policy(cause: &CStr, serial: u64, loaded: bool) {
+    // SAFETY: `cause` is NUL-terminated and outlives the call.
+    unsafe { elfsig_shim_audit_policy(cause.as_ptr().cast::<c_char>(), serial, loaded) }
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Keys (`shim/keys.c`): PKCS#7 signatures checked against the kernel's trusted keyrings and
-//! the module's own, and revocation through the `.blacklist` keyring.
+//! Keys (`shim/keys.c`): PKCS#7 signatures checked against the kernel's trusted keyrings, the
+//! module's own and the loaded policy's, and revocation through the `.blacklist` keyring.
 
 use kernel::error::Error;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 use super::to_result;
+
+use super::policy::{Held, RawPolicy};
 
 extern "C" {
     fn elfsig_shim_keyring_init() -> c_int;
@@ -18,6 +20,7 @@ extern "C" {
         len: usize,
         sig: *const u8,
         sig_len: usize,
+        policy: *const RawPolicy,
     ) -> c_int;
     fn elfsig_shim_revocation(digest: *const u8, len: usize) -> c_int;
 }
@@ -58,21 +61,38 @@ pub(crate) enum SignatureError {
     Rejected,
     /// Not a PKCS#7 message the kernel can parse, or an algorithm it lacks.
     Malformed,
+    /// It verified, by a certificate the loaded policy revokes.
+    RevokedKey,
     /// The check could not be made.
     Failed(Error),
 }
 
-/// Checks the PKCS#7 signature `sig` over `data` against the builtin and secondary trusted
-/// keyrings, then the module keyring.
-pub(crate) fn verify_pkcs7(data: &[u8], sig: &[u8]) -> Result<(), SignatureError> {
-    // SAFETY: both slices are valid for the duration of the call.
-    match unsafe { elfsig_shim_verify_pkcs7(data.as_ptr(), data.len(), sig.as_ptr(), sig.len()) } {
+/// What a shim's signature check returned.
+pub(crate) fn signature_error(ret: c_int) -> Result<(), SignatureError> {
+    match ret {
         0 => Ok(()),
         1 => Err(SignatureError::UnknownKey),
         2 => Err(SignatureError::Rejected),
         3 => Err(SignatureError::Malformed),
+        4 => Err(SignatureError::RevokedKey),
         errno => Err(SignatureError::Failed(Error::from_errno(errno))),
     }
+}
+
+/// Checks the PKCS#7 signature `sig` over `data` against the builtin and secondary trusted
+/// keyrings, then the module keyring, then the certificates `policy` trusts; a signature that
+/// verified is refused when `policy` revokes its signer.
+pub(crate) fn verify_pkcs7(
+    data: &[u8],
+    sig: &[u8],
+    policy: Option<&Held>,
+) -> Result<(), SignatureError> {
+    let policy = policy.map_or(core::ptr::null(), Held::as_ptr);
+    // SAFETY: both slices are valid for the duration of the call; `policy` is null or a
+    // policy the caller holds a reference to.
+    signature_error(unsafe {
+        elfsig_shim_verify_pkcs7(data.as_ptr(), data.len(), sig.as_ptr(), sig.len(), policy)
+    })
 }
 
 /// Whether the digest is listed as `bin:` in the kernel's `.blacklist` keyring. Fails when the

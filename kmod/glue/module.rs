@@ -12,6 +12,7 @@ extern "C" {
     fn elfsig_shim_deny_loader_param() -> bool;
     fn elfsig_shim_require_mmap_guard_param() -> bool;
     fn elfsig_shim_embedded_certs(len: *mut usize) -> *const u8;
+    fn elfsig_shim_embedded_policy_certs(len: *mut usize) -> *const u8;
     fn elfsig_shim_pin_module();
     fn elfsig_shim_now_ns() -> u64;
 }
@@ -70,10 +71,23 @@ pub(crate) fn embedded_certs() -> &'static [u8] {
     let mut len = 0usize;
     // SAFETY: the shim returns the bounds of a static array in the module's .rodata.
     let ptr = unsafe { elfsig_shim_embedded_certs(&mut len) };
+    static_bytes(ptr, len)
+}
+
+/// Certificates of the policy keys embedded at build time, concatenated DER.
+pub(crate) fn embedded_policy_certs() -> &'static [u8] {
+    let mut len = 0usize;
+    // SAFETY: the shim returns the bounds of a static array in the module's .rodata.
+    let ptr = unsafe { elfsig_shim_embedded_policy_certs(&mut len) };
+    static_bytes(ptr, len)
+}
+
+fn static_bytes(ptr: *const u8, len: usize) -> &'static [u8] {
     if ptr.is_null() || len == 0 {
         return &[];
     }
-    // SAFETY: `ptr` and `len` describe that array, which lives as long as the module.
+    // SAFETY: `ptr` and `len` describe a static array of the module, which lives as long as
+    // the module.
     unsafe { core::slice::from_raw_parts(ptr, len) }
 }
 

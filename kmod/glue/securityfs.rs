@@ -89,3 +89,9 @@ pub(crate) unsafe extern "C" fn elfsig_control_write(
         Err(e) => e.to_errno() as isize,
     }
 }
+
+/// The most bytes one write to control file `which` may bring.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_control_write_max(which: c_uint) -> usize {
+    control::write_max(which)
+}

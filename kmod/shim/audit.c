@@ -70,3 +70,21 @@ void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *ca
 	audit_log_format(ab, " enforcing=%d res=%d", enforced, !enforced);
 	audit_log_end(ab);
 }
+
+/*
+ * A policy written to the `policy` control file: loaded (or cleared), or refused and why. In
+ * process context (a write), but nothing here needs to sleep either.
+ */
+void elfsig_shim_audit_policy(const char *cause, u64 serial, bool loaded)
+{
+	struct audit_buffer *ab;
+
+	ab = audit_log_start(audit_context(), ELFSIG_AUDIT_GFP, AUDIT_INTEGRITY_DATA);
+	if (!ab)
+		return;
+	audit_log_format(ab, "op=elfsig_policy cause=%s serial=%llu", cause,
+			 (unsigned long long)serial);
+	audit_log_task_info(ab);
+	audit_log_format(ab, " res=%d", loaded);
+	audit_log_end(ab);
+}

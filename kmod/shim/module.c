@@ -83,6 +83,16 @@ const u8 *elfsig_shim_embedded_certs(size_t *len)
 	return elfsig_embedded_certs;
 }
 
+/* Certificates of the keys that sign policies, embedded the same way. */
+extern const u8 elfsig_embedded_policy_certs[];
+extern const u8 elfsig_embedded_policy_certs_end[];
+
+const u8 *elfsig_shim_embedded_policy_certs(size_t *len)
+{
+	*len = elfsig_embedded_policy_certs_end - elfsig_embedded_policy_certs;
+	return elfsig_embedded_policy_certs;
+}
+
 /* A reference that is never dropped: the module cannot be unloaded any more. Cannot fail. */
 void elfsig_shim_pin_module(void)
 {

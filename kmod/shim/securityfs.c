@@ -13,9 +13,11 @@
 #include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/security.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
 
@@ -66,18 +68,21 @@ static ssize_t elfsig_fs_read(struct file *file, char __user *ubuf, size_t count
 	return simple_read_from_buffer(ubuf, count, ppos, snapshot->text, snapshot->len);
 }
 
+/* What one write brings is applied whole: a setting's word, or a signed policy. */
 static ssize_t elfsig_fs_write(struct file *file, const char __user *ubuf, size_t count,
 			       loff_t *ppos)
 {
-	char buf[64];
+	unsigned int which = elfsig_which(file);
+	char *buf;
 	ssize_t ret;
 
-	if (*ppos != 0 || count >= sizeof(buf))
+	if (*ppos != 0 || count > elfsig_control_write_max(which))
 		return -EINVAL;
-	if (copy_from_user(buf, ubuf, count))
-		return -EFAULT;
-	buf[count] = '\0';
-	ret = elfsig_control_write(elfsig_which(file), buf, count);
+	buf = vmemdup_user(ubuf, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = elfsig_control_write(which, buf, count);
+	kvfree(buf);
 	return ret < 0 ? ret : count;
 }
 

@@ -80,6 +80,7 @@ int elfsig_shim_guard_file_open(struct file *file);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
+size_t elfsig_control_write_max(unsigned int which);
 
 /* ---- module.c: parameters, embedded certificates, the module's own lifetime ---------------- */
 
@@ -89,6 +90,7 @@ bool elfsig_shim_lock_param(void);
 bool elfsig_shim_deny_loader_param(void);
 bool elfsig_shim_require_mmap_guard_param(void);
 const u8 *elfsig_shim_embedded_certs(size_t *len);
+const u8 *elfsig_shim_embedded_policy_certs(size_t *len);
 void elfsig_shim_pin_module(void);
 u64 elfsig_shim_now_ns(void);
 
@@ -115,6 +117,8 @@ void elfsig_shim_fault_create(void);
 /* audit.c: the audit record of a refusal; `digest` is 32 bytes of SHA-256, or NULL. */
 void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *cause,
 			       const u8 *digest, bool enforced);
+/* audit.c: the audit record of a policy loaded, cleared or refused (`cause` says which, or why). */
+void elfsig_shim_audit_policy(const char *cause, u64 serial, bool loaded);
 void elfsig_shim_fault_remove(void);
 
 /* ---- crypto.c: SHA-256 --------------------------------------------------------------------- */
@@ -128,6 +132,8 @@ void elfsig_shim_sha256_free(struct elfsig_sha256 *hash);
 
 /* ---- keys.c: the trusted keyrings, the module's own, revocation ---------------------------- */
 
+struct key *elfsig_keyring_new(const char *name);
+int elfsig_keyring_add(struct key *keyring, const char *description, const u8 *der, size_t len);
 int elfsig_shim_keyring_init(void);
 void elfsig_shim_keyring_exit(void);
 int elfsig_shim_add_cert(const u8 *der, size_t len);
@@ -136,8 +142,40 @@ enum elfsig_signature {
 	ELFSIG_SIGNATURE_UNKNOWN_KEY = 1,	/* no trusted key matches the signer */
 	ELFSIG_SIGNATURE_REJECTED = 2,		/* the signature does not verify, or the key is blacklisted */
 	ELFSIG_SIGNATURE_MALFORMED = 3,		/* not a PKCS#7 message, or an algorithm the kernel lacks */
+	ELFSIG_SIGNATURE_REVOKED_KEY = 4,	/* verified, by a certificate the policy revokes */
 };
-int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t sig_len);
+struct elfsig_policy;
+int elfsig_shim_signature_result(int ret);
+int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t sig_len,
+			     const struct elfsig_policy *policy);
+
+/* ---- policy.c: the policy keys' keyring, the loaded policy --------------------------------- */
+
+/* What the `policy` control file shows of a loaded policy. */
+struct elfsig_policy_summary {
+	u64 serial;
+	u8 sha256[32];
+	u32 digests;
+	u32 revoked_certs;
+	u32 trusted_certs;
+};
+int elfsig_shim_policy_keyring_init(void);
+int elfsig_shim_policy_add_key(const u8 *der, size_t len);
+void elfsig_shim_policy_keyring_exit(void);
+int elfsig_shim_policy_verify(const u8 *data, size_t len, const u8 *sig, size_t sig_len);
+struct elfsig_policy *elfsig_shim_policy_new(const struct elfsig_policy_summary *summary,
+					     const u8 *digests, size_t digests_len, int *err);
+int elfsig_shim_policy_add_cert(struct elfsig_policy *policy, bool trusted, u32 index,
+				const u8 *der, size_t len);
+void elfsig_shim_policy_install(struct elfsig_policy *policy);
+struct elfsig_policy *elfsig_shim_policy_get(void);
+void elfsig_shim_policy_put(struct elfsig_policy *policy);
+const struct elfsig_policy_summary *elfsig_shim_policy_summary(const struct elfsig_policy *policy);
+const u8 *elfsig_shim_policy_digests(const struct elfsig_policy *policy, size_t *len);
+int elfsig_shim_policy_signer_revoked(const struct elfsig_policy *policy, const u8 *data,
+				      size_t len, const u8 *sig, size_t sig_len);
+int elfsig_shim_policy_verify_trusted(const struct elfsig_policy *policy, const u8 *data,
+				      size_t len, const u8 *sig, size_t sig_len);
 int elfsig_shim_revocation(const u8 *digest, size_t len);
 
 /* ---- securityfs.c: /sys/kernel/security/elfsig/ ------------------------------------------- */

@@ -214,10 +214,10 @@ pub fn source_dir() -> String {
 /// Builds the module for Debian's kernel with `certs` (concatenated DER) embedded, through the
 /// DKMS build step a Debian user's `dkms install` runs, with warnings as errors; returns it
 /// under target/kmod/debian-7.2/.
-pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
+pub fn build_module(kernel: &DebianKernel, certs: &crate::kmod::Embedded) -> Result<PathBuf> {
     // Built once per process for the same certificates: `cargo xtask test` asks twice.
     // One path for every build: only the last is kept.
-    static BUILT: std::sync::Mutex<Option<(Vec<u8>, PathBuf)>> = std::sync::Mutex::new(None);
+    static BUILT: std::sync::Mutex<Option<(crate::kmod::Embedded, PathBuf)>> = std::sync::Mutex::new(None);
     let mut memo = BUILT.lock().map_err(|_| "a thread building the module panicked")?;
     if let Some((_, ko)) = memo.as_ref().filter(|(c, _)| c == certs) {
         return Ok(ko.clone());
@@ -238,7 +238,7 @@ pub fn build_module(kernel: &DebianKernel, certs: &[u8]) -> Result<PathBuf> {
     let ko = out.join("elfsig.ko");
     fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
     eprintln!("xtask: built {} for Debian's {RELEASE}", ko.display());
-    *memo = Some((certs.to_vec(), ko.clone()));
+    *memo = Some((certs.clone(), ko.clone()));
     Ok(ko)
 }
 

@@ -15,6 +15,7 @@
 mod archive;
 mod bench;
 pub mod image;
+mod policy;
 mod secure_boot;
 
 use std::fs;
@@ -37,7 +38,7 @@ struct Inputs {
     debian: DebianKernel,
     keys: TestKeys,
     /// What `cargo xtask dkms --cert` embeds: the certificate the system is signed with.
-    certs: Vec<u8>,
+    certs: kmod::Embedded,
     elfsig: PathBuf,
     guard: PathBuf,
     guest: PathBuf,
@@ -52,7 +53,10 @@ impl Inputs {
         let debian = debian_kernel::kernel()?;
         let elfsig = tools::build_cli()?;
         let keys = keys::test_keys(&elfsig)?;
-        let certs = kmod::der_certificates(std::slice::from_ref(&keys.kernel.cert))?;
+        let certs = kmod::Embedded::from_files(
+            std::slice::from_ref(&keys.kernel.cert),
+            std::slice::from_ref(&keys.policy.cert),
+        )?;
         let guard = tools::build_guard()?;
         let guest = tools::build_static("elfsig-guest")?;
         let bench = tools::build_static("elfsig-bench")?;
@@ -103,14 +107,14 @@ pub fn signed_image() -> Result<image::Image> {
         return Ok(image);
     }
     let inputs = Inputs::build()?;
-    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel)?;
+    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel, &inputs.keys.policy)?;
     inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, Some(&archives))
 }
 
 /// Builds the images (from the cached Debian 13 root), boots both and checks them.
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
-    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel)?;
+    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel, &inputs.keys.policy)?;
     let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, Some(&archives))?;
     *signed_made()? = Some(signed.clone());
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at

@@ -20,7 +20,7 @@ pub const DKMS_PACKAGES: &[Need] = &[Need::Deb("dkms")];
 
 /// Runs the task.
 pub fn run(options: &flags::Dkms) -> Result {
-    let certs = kmod::der_certificates(&options.cert)?;
+    let certs = kmod::Embedded::from_files(&options.cert, &options.policy_cert)?;
     let dest = options.dest.clone().unwrap_or_else(|| PathBuf::from(format!("/usr/src/elfsig-{VERSION}")));
     stage(&dest, &certs)?;
     eprintln!("xtask: staged {}; now, as root:", dest.display());
@@ -31,7 +31,7 @@ pub fn run(options: &flags::Dkms) -> Result {
 
 /// Copies what DKMS builds from into `dest` (emptied first): the sources only, never build
 /// products, and `dkms.conf` with this version.
-pub fn stage(dest: &Path, certs: &[u8]) -> Result {
+pub fn stage(dest: &Path, certs: &kmod::Embedded) -> Result {
     let root = paths::root();
     if dest.exists() {
         fs::remove_dir_all(dest).map_err(|e| format!("cannot empty {}: {e}", dest.display()))?;
@@ -42,8 +42,11 @@ pub fn stage(dest: &Path, certs: &[u8]) -> Result {
         .map_err(|e| format!("cannot read kmod/dkms/dkms.conf: {e}"))?
         .replace("@VERSION@", VERSION);
     write(&dest.join("dkms.conf"), conf.as_bytes())?;
-    if !certs.is_empty() {
-        write(&dest.join("kmod/dkms/certs.der"), certs)?;
+    if !certs.programs.is_empty() {
+        write(&dest.join("kmod/dkms/certs.der"), &certs.programs)?;
+    }
+    if !certs.policies.is_empty() {
+        write(&dest.join("kmod/dkms/policy-certs.der"), &certs.policies)?;
     }
     Ok(())
 }
@@ -86,7 +89,7 @@ pub fn test(tree: &Path) -> Result {
     for dir in [&dkms_tree, &install] {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    stage(&sources.join(format!("elfsig-{VERSION}")), &[])?;
+    stage(&sources.join(format!("elfsig-{VERSION}")), &kmod::Embedded::default())?;
     let release = crate::kernel::release(tree)?;
     let release = release.as_str();
     let dkms = |action: &str| {

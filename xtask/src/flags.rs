@@ -24,6 +24,8 @@ xflags::xflags! {
             optional --kdir kdir: PathBuf
             /// A certificate (PEM or DER) to embed in the module's keyring; repeatable.
             repeated --cert cert: PathBuf
+            /// A policy key's certificate (PEM or DER) to embed; repeatable.
+            repeated --policy-cert policy_cert: PathBuf
         }
         /// Stage the module's DKMS source tree (dkms.conf, kmod/, elfsig-core's sources).
         cmd dkms {
@@ -31,6 +33,8 @@ xflags::xflags! {
             optional --dest dest: PathBuf
             /// A certificate (PEM or DER) to embed in the module's keyring; repeatable.
             repeated --cert cert: PathBuf
+            /// A policy key's certificate (PEM or DER) to embed; repeatable.
+            repeated --policy-cert policy_cert: PathBuf
         }
         /// Build and run the benchmarks; the report goes to target/bench/latest.
         cmd bench {

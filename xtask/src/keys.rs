@@ -58,6 +58,8 @@ pub struct TestKeys {
     pub ecdsa_p256: KeyPair,
     /// ECDSA on P-384, trusted through the module's own keyring.
     pub ecdsa_p384: KeyPair,
+    /// Trusted to sign policies (`.elfsig_policy`), and nothing else.
+    pub policy: KeyPair,
     /// RSA-3072 on a SoftHSM2 token, trusted through the module's own keyring.
     pub token_rsa: KeyPair,
     /// ECDSA P-256 on the same token, trusted through the module's own keyring.
@@ -94,6 +96,7 @@ pub fn test_keys(elfsig: &Path) -> Result<TestKeys> {
         kernel,
         module: make("module")?,
         other: make("other")?,
+        policy: make("policy")?,
         added,
         ecdsa_p256: make_as("ecdsa-p256", "ecdsa-p256")?,
         ecdsa_p384: make_as("ecdsa-p384", "ecdsa-p384")?,

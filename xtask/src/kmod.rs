@@ -1,7 +1,7 @@
 //! `cargo xtask build-kmod`: the kernel module, against the test kernel (built and cached on
 //! first use) or, with `--kdir`, any prepared Rust-enabled 6.12+ tree, the way DKMS builds
 //! out-of-tree modules. `--cert CERT` (repeatable, PEM or DER) embeds certificates in the
-//! module's own keyring.
+//! module's own keyring, `--policy-cert CERT` those of the keys that sign policies.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use crate::{Result, flags, keys, paths, tools};
 /// Runs the task.
 pub fn run(options: &flags::BuildKmod) -> Result {
     // Before any kernel build: a typo in a path should not cost minutes.
-    let certs = der_certificates(&options.cert)?;
+    let certs = Embedded::from_files(&options.cert, &options.policy_cert)?;
     let tree = match &options.kdir {
         Some(kdir) => {
             let tree = kdir.clone();
@@ -48,20 +48,42 @@ fn deps_for_modules() -> Result {
     crate::deps::ensure(kernel::KERNEL_TOOLS)
 }
 
-/// Builds `kmod/` against `tree`, embedding `certs` (concatenated DER); returns the module's
-/// path under `target/kmod/`.
-pub fn build(tree: &Path, certs: &[u8], lints: Lints) -> Result<PathBuf> {
+/// Certificates a module embeds, each kind as concatenated DER.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Embedded {
+    /// Of the keys trusted to sign programs: the module's own keyring.
+    pub programs: Vec<u8>,
+    /// Of the keys trusted to sign policies: `.elfsig_policy`.
+    pub policies: Vec<u8>,
+}
+
+impl Embedded {
+    /// The certificates in the files `programs` and `policies` (PEM or DER).
+    pub fn from_files(programs: &[PathBuf], policies: &[PathBuf]) -> Result<Embedded> {
+        Ok(Embedded { programs: der_certificates(programs)?, policies: der_certificates(policies)? })
+    }
+}
+
+/// Builds `kmod/` against `tree`, embedding `certs`; returns the module's path under
+/// `target/kmod/`.
+pub fn build(tree: &Path, certs: &Embedded, lints: Lints) -> Result<PathBuf> {
     let kmod = paths::root().join("kmod");
     let out = paths::target().join("kmod");
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let certs_der = out.join("embedded-certs.der");
-    fs::write(&certs_der, certs).map_err(|e| format!("cannot write {}: {e}", certs_der.display()))?;
+    fs::write(&certs_der, &certs.programs).map_err(|e| format!("cannot write {}: {e}", certs_der.display()))?;
+    let policy_der = out.join("embedded-policy-certs.der");
+    fs::write(&policy_der, &certs.policies).map_err(|e| format!("cannot write {}: {e}", policy_der.display()))?;
     // Kbuild does not know certs.o depends on that file's contents: always reassemble and relink.
     for stale in ["certs.o", "elfsig.o", "elfsig.ko"] {
         let _ = fs::remove_file(kmod.join(stale));
     }
-    let mut args =
-        vec![format!("M={}", kmod.display()), format!("ELFSIG_CERTS={}", certs_der.display()), "modules".to_owned()];
+    let mut args = vec![
+        format!("M={}", kmod.display()),
+        format!("ELFSIG_CERTS={}", certs_der.display()),
+        format!("ELFSIG_POLICY_CERTS={}", policy_der.display()),
+        "modules".to_owned(),
+    ];
     // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why); against a test
     // kernel, its C flags for BTF (kernel.rs).
     let mut kcflags = "-g0".to_owned();
@@ -135,13 +157,13 @@ pub fn check_built_for(ko: &Path, release: &str) -> Result {
 
 /// A module built for tests: its flavor of kernel, the certificates it embeds, the kernel, the
 /// module.
-type Built = (Flavor, Vec<u8>, Kernel, PathBuf);
+type Built = (Flavor, Embedded, Kernel, PathBuf);
 
 /// The test kernel of `flavor` and the module built for it (embedding the module's and the
 /// ECDSA test keys). Built once per process: `cargo xtask test` asks for it in several parts.
 pub fn for_tests(flavor: Flavor, keys: &keys::TestKeys) -> Result<(Kernel, PathBuf)> {
     static BUILT: std::sync::Mutex<Vec<Built>> = std::sync::Mutex::new(Vec::new());
-    let certs = der_certificates(&keys.embedded())?;
+    let certs = Embedded::from_files(&keys.embedded(), std::slice::from_ref(&keys.policy.cert))?;
     let mut built = BUILT.lock().map_err(|_| "a thread building the module panicked")?;
     if let Some((_, _, kernel, ko)) = built.iter().find(|(f, c, _, _)| *f == flavor && *c == certs) {
         return Ok((kernel.clone(), ko.clone()));

@@ -123,7 +123,10 @@ pub fn debian_suites(keys: &TestKeys, stress_seconds: Option<u64>) -> Result {
 /// those the test module embeds, and the test kernel key's, which Debian's builtin keyring lacks.
 pub fn debian_module(keys: &TestKeys) -> Result<(debian_kernel::DebianKernel, std::path::PathBuf)> {
     let kernel = debian_kernel::kernel()?;
-    let certs = kmod::der_certificates(&[keys.embedded(), vec![keys.kernel.cert.clone()]].concat())?;
+    let certs = kmod::Embedded::from_files(
+        &[keys.embedded(), vec![keys.kernel.cert.clone()]].concat(),
+        std::slice::from_ref(&keys.policy.cert),
+    )?;
     let ko = debian_kernel::build_module(&kernel, &certs)?;
     Ok((kernel, ko))
 }

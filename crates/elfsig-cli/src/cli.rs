@@ -70,6 +70,29 @@ pub enum PolicyCommand {
     /// Show what a policy says; with --cert, check its signature too (exit status 1 when it
     /// does not verify).
     Inspect(PolicyInspectArgs),
+    /// Load a signed policy into the module (root): refused, with nothing changed, unless it
+    /// is signed by a policy key the module trusts and its serial is above the loaded one's.
+    Load(PolicyLoadArgs),
+    /// Show the policy the module has loaded.
+    Show(PolicyShowArgs),
+    /// Unload the module's policy (root); refused while locked.
+    Clear,
+}
+
+/// `elfsig policy load`.
+#[derive(Debug, Args)]
+pub struct PolicyLoadArgs {
+    /// The signed policy.
+    #[arg(value_name = "POLICY")]
+    pub policy: PathBuf,
+}
+
+/// `elfsig policy show`.
+#[derive(Debug, Args)]
+pub struct PolicyShowArgs {
+    /// One JSON object (schema in docs/POLICY.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `elfsig policy create`.

@@ -363,3 +363,42 @@ fn lock_user_pin(tokens: &Path) {
     bytes[at[0]..at[0] + 8].copy_from_slice(&(flags | LOCKED).to_be_bytes());
     fs::write(&path, bytes).unwrap();
 }
+
+/// A policy signed through the token, made there or signed later, verifies with the
+/// certificate, as one signed with a key file does (`tests/policy.rs`); OpenSSL agrees.
+#[test]
+fn policies_are_signed_through_the_token() {
+    let scratch = Scratch::new();
+    let token = token(&scratch);
+    let cert = scratch.path("policy.crt");
+    keygen(&token, "rsa", "policy", &cert).success();
+    let uri = token.uri("policy");
+    let created = scratch.path("created.policy");
+    with_token(&token)
+        .args(["policy", "create", "--serial", "3", "--revoke", &format!("sha256:{}", "0c".repeat(32)), "--key", &uri])
+        .arg("--cert")
+        .arg(&cert)
+        .arg("-o")
+        .arg(&created)
+        .assert()
+        .success()
+        .stderr(no_pin());
+    let body = scratch.path("later.policy");
+    elfsig().args(["policy", "create", "--serial", "4", "-o"]).arg(&body).assert().success();
+    with_token(&token).args(["policy", "sign", "--key", &uri, "--cert"]).arg(&cert).arg(&body).assert().success();
+    for policy in [&created, &body] {
+        elfsig()
+            .args(["policy", "inspect", "--cert"])
+            .arg(&cert)
+            .arg(policy)
+            .assert()
+            .success()
+            .stdout(contains("verified by CN=token policy"));
+        // OpenSSL: the detached signature over the body.
+        let bytes = fs::read(policy).unwrap();
+        let sig_len = u32::from_le_bytes(bytes[bytes.len() - 12..][..4].try_into().unwrap()) as usize;
+        let body_end = bytes.len() - 12 - sig_len;
+        let verdict = openssl_verify(scratch.dir.path(), &bytes[..body_end], &bytes[body_end..bytes.len() - 12], &cert);
+        assert!(verdict.status.success(), "openssl refuses the token's policy signature: {}", text(&verdict.stderr));
+    }
+}

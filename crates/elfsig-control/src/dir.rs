@@ -46,7 +46,7 @@ impl Control {
         self.dir.is_dir()
     }
 
-    fn not_loaded(&self) -> Error {
+    pub(crate) fn not_loaded(&self) -> Error {
         // securityfs has a `lsm` file at its root whenever it is mounted.
         let securityfs_mounted = self.dir.parent().is_some_and(|parent| parent.join("lsm").exists());
         Error::NotLoaded { dir: self.dir.clone(), securityfs_mounted }

@@ -36,6 +36,13 @@ pub enum Error {
         /// The module's error.
         source: io::Error,
     },
+    /// The module refused a policy.
+    PolicyRefused {
+        /// Why, from its errno.
+        why: &'static str,
+        /// The module's error.
+        source: io::Error,
+    },
     /// A file read back something this version does not understand.
     Unexpected {
         /// The file.
@@ -75,6 +82,9 @@ impl fmt::Display for Error {
             Error::Refused { file, value, source } => {
                 write!(f, "the module refused {value:?} written to {}: {source}", file.display())
             }
+            Error::PolicyRefused { why, source } => {
+                write!(f, "the module refused the policy: {why} ({source}; the kernel log says more)")
+            }
             Error::Unexpected { file, content } => write!(
                 f,
                 "{} says {content:?}, which this version of elfsig does not understand (is the module newer?)",
@@ -88,7 +98,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Refused { source, .. } | Error::Io { source, .. } => Some(source),
+            Error::Refused { source, .. } | Error::PolicyRefused { source, .. } | Error::Io { source, .. } => {
+                Some(source)
+            }
             _ => None,
         }
     }

@@ -10,10 +10,12 @@
 mod dir;
 mod error;
 pub mod keys;
+mod policy;
 mod settings;
 mod stats;
 
 pub use dir::{Control, DEFAULT_DIR, DIR_VARIABLE};
 pub use error::Error;
+pub use policy::LoadedPolicy;
 pub use settings::{Filesystems, Guard, Loader, Mode, Untrusted};
 pub use stats::Stats;

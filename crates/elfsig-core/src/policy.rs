@@ -25,6 +25,8 @@
 //! `elfsig inspect` shows them); ascending order makes the list canonical and a lookup a binary
 //! search.
 
+use core::cmp::Ordering;
+
 use super::der;
 use super::endian::{array_at, put_at, Endian, Fields};
 use super::{MAX_CMS_LEN, MIN_CMS_LEN};
@@ -142,7 +144,7 @@ impl<'a> Policy<'a> {
         let digests = body.get(HEADER_LEN..digests_end).ok_or(PolicyError::Truncated)?;
         let mut previous: Option<&[u8]> = None;
         for digest in digests.chunks_exact(DIGEST_LEN) {
-            if previous.is_some_and(|p| p >= digest) {
+            if previous.is_some_and(|p| order(p, digest) != Ordering::Less) {
                 return Err(PolicyError::Unsorted);
             }
             previous = Some(digest);
@@ -173,18 +175,7 @@ impl<'a> Policy<'a> {
 
     /// Whether `digest` is revoked: a binary search.
     pub fn revokes(&self, digest: &[u8; DIGEST_LEN]) -> bool {
-        let (mut low, mut high) = (0usize, self.digests.len() / DIGEST_LEN);
-        while low < high {
-            let mid = low.saturating_add(high.saturating_sub(low) / 2);
-            let Some(at) = mid.checked_mul(DIGEST_LEN) else { return false };
-            let Some(entry) = array_at::<DIGEST_LEN>(self.digests, at) else { return false };
-            match entry.cmp(digest) {
-                core::cmp::Ordering::Less => low = mid.saturating_add(1),
-                core::cmp::Ordering::Greater => high = mid,
-                core::cmp::Ordering::Equal => return true,
-            }
-        }
-        false
+        lists(self.digests, digest)
     }
 
     /// The revoked certificates (DER).
@@ -196,6 +187,35 @@ impl<'a> Policy<'a> {
     pub fn trusted_certs(&self) -> Certs<'a> {
         self.trusted
     }
+}
+
+/// Whether `digests`, [`DIGEST_LEN`]-byte digests in ascending order (a policy's list, as the
+/// module keeps it), holds `digest`: a binary search.
+pub fn lists(digests: &[u8], digest: &[u8; DIGEST_LEN]) -> bool {
+    let (mut low, mut high) = (0usize, digests.len() / DIGEST_LEN);
+    while low < high {
+        let mid = low.saturating_add(high.saturating_sub(low) / 2);
+        let Some(at) = mid.checked_mul(DIGEST_LEN) else { return false };
+        let Some(entry) = array_at::<DIGEST_LEN>(digests, at) else { return false };
+        match order(&entry, digest) {
+            Ordering::Less => low = mid.saturating_add(1),
+            Ordering::Greater => high = mid,
+            Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
+/// How `a` orders against `b`, byte by byte. Not `Ord` for slices: some versions of `core`
+/// compare their lengths by subtracting, which brings an overflow check (a panic) into the
+/// kernel module.
+fn order(a: &[u8], b: &[u8]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return if x < y { Ordering::Less } else { Ordering::Greater };
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Certificates, each a 4-byte length and one DER SEQUENCE; iterating gives each one's bytes.
@@ -309,8 +329,12 @@ pub fn write_body(
     revoked: &[&[u8]],
     trusted: &[&[u8]],
 ) -> Option<()> {
-    if digests.windows(2).any(|pair| pair.first() >= pair.get(1)) {
-        return None;
+    let mut previous: Option<&[u8; DIGEST_LEN]> = None;
+    for digest in digests {
+        if previous.is_some_and(|p| order(p, digest) != Ordering::Less) {
+            return None;
+        }
+        previous = Some(digest);
     }
     let count = |n: usize| u32::try_from(n).ok();
     let counts = Counts {

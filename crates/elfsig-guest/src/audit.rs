@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
 use elfsig_guest::harness::{Context, Outcome, Stats, Suite, ensure, refused, runs, stats, write_control};
-use elfsig_guest::image::{self, GUARD_PROBE, HELLO_OTHER_KEY, HELLO_UNSIGNED, REVOKEME};
+use elfsig_guest::image::{self, CERT, GUARD_PROBE, HELLO_OTHER_KEY, HELLO_UNSIGNED, KEY, REVOKEME};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields as fields};
 
 /// The unset login uid and session, as audit writes them.
@@ -180,6 +180,32 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         runs(image::HELLO, &[], Some(image::HELLO_OUTPUT))?;
         let records = daemon.records(INTEGRITY_DATA).context("read records")?;
         ensure(records.is_empty(), || format!("records for an allowed exec: {records:?}"))?;
+        Ok(())
+    });
+    suite.case("every_policy_written_is_an_audit_record_loaded_or_refused_and_why", || {
+        use crate::signed_policy::{create, create_signed_by, write_policy};
+        let daemon = AuditDaemon::register().context("register as the audit daemon")?;
+        daemon.records(INTEGRITY_DATA).context("drain")?;
+        let by_program_key = create_signed_by("audit-program-key", &["--serial", "30"], KEY, CERT)?;
+        let refused = write_policy(&std::fs::read(&by_program_key).context("read")?);
+        ensure(refused.is_err(), || "a policy signed by a program key was loaded".into())?;
+        let good = create("audit-good", &["--serial", "31"])?;
+        write_policy(&std::fs::read(&good).context("read")?).context("load")?;
+        write_policy(b"clear").context("clear")?;
+        let records: Vec<BTreeMap<String, String>> =
+            daemon.records(INTEGRITY_DATA).context("read records")?.iter().map(|r| fields(r)).collect();
+        for (cause, serial, res) in [("unknown_key", "30", "0"), ("loaded", "31", "1"), ("cleared", "0", "1")] {
+            let found = records.iter().any(|r| {
+                r.get("op").map(String::as_str) == Some("elfsig_policy")
+                    && r.get("cause").map(String::as_str) == Some(cause)
+                    && r.get("serial").map(String::as_str) == Some(serial)
+                    && r.get("res").map(String::as_str) == Some(res)
+                    && r.get("uid").map(String::as_str) == Some("0")
+            });
+            ensure(found, || {
+                format!("no elfsig_policy record with cause={cause} serial={serial} res={res}: {records:?}")
+            })?;
+        }
         Ok(())
     });
 }

@@ -10,11 +10,11 @@
 
 use std::cell::RefCell;
 
-use crate::mapping;
 use crate::tamper::{self, Map, flip};
+use crate::{mapping, signed_policy};
 use elfsig_guest::harness::{
-    Context, NEEDS_REVOCABLE_KERNEL, NEEDS_TEST_KERNEL_KEY, Outcome, Suite, control, copy_exec, counters_grew, ensure,
-    grew, kernel_log, keyring, read, refused, run, runs, stats, wait_for_log_budget, write_control, write_exec,
+    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, run,
+    runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
     ADDED_CERT, CERT, ELFSIG, EXPECTED, HELLO_ADDED_KEY, HELLO_MODULE_KEY, HELLO_OTHER_KEY, HELLO_UNSIGNED, KEY, LD_SO,
@@ -116,6 +116,7 @@ pub(crate) fn run_all() -> bool {
     mapping::cases(&mut suite);
     crate::admin::cases(&mut suite);
     policy_cases(&mut suite);
+    crate::signed_policy::cases(&mut suite);
     crate::audit::cases(&mut suite);
     crate::unprivileged::cases(&mut suite);
     lifecycle_cases(&mut suite);
@@ -334,29 +335,42 @@ fn control_value(name: &str) -> Result<String, String> {
 }
 
 fn policy_cases(suite: &mut Suite<'_>) {
-    suite.test_kernel_case("revoked_binary_refused_cached_or_not", NEEDS_REVOCABLE_KERNEL, || {
+    // On a distribution's kernel, which keeps user space out of `.blacklist` and out of
+    // `.secondary_trusted_keys` (harness::NEEDS_REVOCABLE_KERNEL, NEEDS_TEST_KERNEL_KEY), the
+    // same through a signed policy, cleared afterwards.
+    suite.case("revoked_binary_refused_cached_or_not", || {
         runs(REVOKEME, &[], Some(HELLO))?;
         runs(REVOKEME, &[], Some(HELLO))?;
-        let digest = manifest("revoke_digest")?;
-        let signature = read(REVOCATION)?;
-        let serial = keyring(".blacklist")?;
-        system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
+        if elfsig_guest::on_distro_kernel() {
+            signed_policy::apply("revokeme", &["--serial", "1", "--revoke", REVOKEME])?;
+        } else {
+            let digest = manifest("revoke_digest")?;
+            let signature = read(REVOCATION)?;
+            let serial = keyring(".blacklist")?;
+            system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
+        }
         let before = stats()?;
         refused(REVOKEME)?;
-        // The guard's key hook flushed the cache when the key was added: verified afresh. (The
-        // nobpf boot checks a cached verdict against `.blacklist` without the guard.)
+        // The guard's key hook flushed the cache when the key was added, as loading a policy
+        // does: verified afresh. (The nobpf boot checks a cached verdict against `.blacklist`
+        // without the guard.)
         counters_grew(&before, &stats()?, &[("revoked", 1), ("cache_misses", 1), ("cache_hits", 0)])?;
         // And when flushed by hand.
         write_control("flush", "1").context("flush")?;
         let before = stats()?;
         refused(REVOKEME)?;
         counters_grew(&before, &stats()?, &[("revoked", 1), ("cache_misses", 1)])?;
-        runs(image::HELLO, &[], Some(HELLO))
+        runs(image::HELLO, &[], Some(HELLO))?;
+        if elfsig_guest::on_distro_kernel() {
+            signed_policy::clear()?;
+        }
+        Ok(())
     });
-    suite.test_kernel_case(
-        "key_added_to_the_secondary_keyring_is_trusted_until_removed",
-        NEEDS_TEST_KERNEL_KEY,
-        || {
+    suite.case("key_added_to_the_secondary_keyring_is_trusted_until_removed", || {
+        if elfsig_guest::on_distro_kernel() {
+            return signed_policy::trusted_until_dropped(HELLO_ADDED_KEY, ADDED_CERT);
+        }
+        (|| {
             refused(HELLO_ADDED_KEY)?;
             runs(image::HELLO, &[], Some(HELLO))?;
             let secondary = keyring(".secondary_trusted_keys")?;
@@ -372,8 +386,8 @@ fn policy_cases(suite: &mut Suite<'_>) {
             // Removing a key takes effect for cached verdicts at the next flush (kmod/README.md).
             write_control("flush", "1").context("flush")?;
             refused(HELLO_ADDED_KEY)
-        },
-    );
+        })()
+    });
     suite.case("permissive_mode_logs_and_allows", || {
         wait_for_log_budget();
         write_control("mode", "permissive").context("set permissive")?;
@@ -624,6 +638,7 @@ fn lifecycle_cases(suite: &mut Suite<'_>) {
         mapping::attach_alone()?;
         locked_checks()?;
         crate::admin::refused_while_locked()?;
+        crate::signed_policy::locked()?;
         // Locking again is not an error; unlocking is.
         write_control("lock", "1").context("lock again")?;
         let unlock = write_control("lock", "0");

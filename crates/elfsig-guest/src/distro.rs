@@ -11,7 +11,9 @@ use std::os::unix::fs::PermissionsExt;
 use elfsig_control::Mode;
 use elfsig_guest::debian::{self, WORKLOAD, booted, module_state, run_case, sh, shell_runs, system_state};
 use elfsig_guest::harness::{self, Context, Stats, Suite, ensure};
-use elfsig_guest::image::{DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN};
+use elfsig_guest::image::{
+    DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_POLICY_SERIAL, DISTRO_REVOKED, DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN,
+};
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
 use crate::{secure_boot, upgrade};
@@ -88,6 +90,16 @@ fn workload(suite: &mut Suite<'_>) {
 
 /// The refusals, each with its reason counted, and the system still running.
 fn refusals(suite: &mut Suite<'_>) {
+    suite.case("the initramfs loaded the system's signed policy: its revoked program is refused", || {
+        let loaded = std::fs::read_to_string("/sys/kernel/security/elfsig/policy").context("read policy")?;
+        ensure(loaded.lines().any(|l| l == format!("serial {DISTRO_POLICY_SERIAL}")), || {
+            format!("the module's policy: {loaded:?}")
+        })?;
+        let before = harness::stats()?;
+        harness::refused(DISTRO_REVOKED)?;
+        harness::counters_grew(&before, &harness::stats()?, &[("revoked", 1), ("denied", 1)])?;
+        harness::runs("/usr/bin/true", &[], None)
+    });
     suite.case("an unsigned program copied in is refused", || {
         std::fs::create_dir_all(WORK).context(WORK)?;
         let unsigned = format!("{WORK}/unsigned-true");

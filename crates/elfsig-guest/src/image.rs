@@ -27,6 +27,21 @@ pub const ADDED_CERT: &str = "/t/added.der";
 pub const MANIFEST: &str = "/t/manifest";
 /// A PKCS#7 signature over `bin:<revoke_digest>` by the kernel key, to add to `.blacklist`.
 pub const REVOCATION: &str = "/t/revoke.p7";
+/// The policy key (trusted only to sign policies: the module embeds its certificate as such)
+/// and its certificate, for making policies inside the VM.
+pub const POLICY_KEY: &str = "/t/keys/policy.key";
+/// See [`POLICY_KEY`].
+pub const POLICY_CERT: &str = "/t/keys/policy.crt";
+/// The certificates of the module key and of the key nobody trusts, for policies to revoke and
+/// to trust.
+pub const MODULE_CERT: &str = "/t/keys/module.crt";
+/// See [`MODULE_CERT`].
+pub const OTHER_CERT: &str = "/t/keys/other.crt";
+/// A generated program signed with the kernel key that policies revoke (its digest its own).
+pub const POLICY_REVOKEME: &str = "/t/signed/policy-revokeme";
+/// The guard's library, changed so that its digest is its own, signed with the kernel key:
+/// policies revoke it.
+pub const LIB_POLICY_REVOKED: &str = "/t/lib/policy-revoked";
 
 /// Programs signed with the kernel's built-in test key, by name: the coreutils the tests run,
 /// the programs built from C (`cstatic`, `cstaticpie`, `cdynamic`), Go (`go`) and Rust
@@ -151,6 +166,19 @@ pub const ARCHIVE_REBUILT_SUFFIX: &str = "+elfsig1";
 pub const ARCHIVE_INSTALLED: &str = "openssh-server";
 /// A package with a program, not installed, as Debian ships it: the gate refuses it.
 pub const ARCHIVE_UNMODIFIED: &str = "hello";
+/// The signed policy the Debian system's initramfs loads after the module (kmod/boot/).
+pub const DISTRO_POLICY: &str = "/etc/elfsig/policy";
+/// The policy's serial.
+pub const DISTRO_POLICY_SERIAL: u64 = 1;
+/// A signed program of the Debian system (`true` with bytes of its own after it) that its
+/// policy revokes.
+pub const DISTRO_REVOKED: &str = "/usr/local/bin/elfsig-revoked";
+/// Another, which only the policy the archive ships revokes.
+pub const DISTRO_REVOKED_LATER: &str = "/usr/local/bin/elfsig-revoked-later";
+/// The package of the archive that holds the newer policy.
+pub const DISTRO_POLICY_PACKAGE: &str = "elfsig-policy";
+/// Its policy's serial.
+pub const DISTRO_POLICY_PACKAGED_SERIAL: u64 = 2;
 /// The certificates the Debian system's package gate trusts (`apt/`).
 pub const GATE_CERTS: &str = "/etc/elfsig/trusted.pem";
 /// The Debian system's package gate in APT (`apt/apt.conf.d/80elfsig`).

@@ -8,6 +8,7 @@ mod distro;
 mod fuse;
 mod mapping;
 mod secure_boot;
+mod signed_policy;
 mod stress;
 mod tamper;
 mod unprivileged;

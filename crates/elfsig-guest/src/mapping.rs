@@ -5,8 +5,8 @@
 
 use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
 use elfsig_guest::harness::{
-    Context, NEEDS_REVOCABLE_KERNEL, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log,
-    keyring, read, refused, runs, stats, wait_for_log_budget, write_control, write_exec,
+    Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, runs,
+    stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
     BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_OUTPUT, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY,
@@ -21,7 +21,7 @@ use crate::tamper::{self, Map, flip};
 const WORK: &str = "/tmp/work/mapping";
 
 /// The test library in `dir`.
-fn library(dir: &str) -> String {
+pub(crate) fn library(dir: &str) -> String {
     format!("{dir}/{GUARD_LIBRARY}")
 }
 
@@ -130,11 +130,11 @@ fn mapping_refused(path: &str, args: &[&str], env: &[(&str, &str)], reason: &str
 }
 
 /// `guard-probe dlopen PATH`: whether it loaded, with the counters' growth checked.
-fn dlopen_refused(path: &str, reason: &str) -> Outcome {
+pub(crate) fn dlopen_refused(path: &str, reason: &str) -> Outcome {
     mapping_refused(GUARD_PROBE, &["dlopen", path], &[], reason)
 }
 
-fn dlopen_loads(path: &str) -> Outcome {
+pub(crate) fn dlopen_loads(path: &str) -> Outcome {
     let out = run_with(GUARD_PROBE, &["dlopen", path], &[])?;
     let expected = [GUARD_LIBRARY_LOADED, b"dlopen: ok\n"].concat();
     ensure(out.status.success() && out.stdout == expected, || {
@@ -199,8 +199,14 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     });
     suite.case("library_signed_by_an_unknown_key_refused", || dlopen_refused(&library(LIB_OTHER_KEY), "unknown_key"));
     library_tamper_cases(suite);
-    suite.test_kernel_case("revoked_library_refused", NEEDS_REVOCABLE_KERNEL, || {
+    // On a distribution's kernel, through a signed policy (see revoked_binary_refused_cached_or_not).
+    suite.case("revoked_library_refused", || {
         dlopen_loads(&library(LIB_REVOKED))?;
+        if elfsig_guest::on_distro_kernel() {
+            crate::signed_policy::apply("revoked-library", &["--serial", "1", "--revoke", &library(LIB_REVOKED)])?;
+            dlopen_refused(&library(LIB_REVOKED), "revoked")?;
+            return crate::signed_policy::clear();
+        }
         let digest = manifest("revoke_lib_digest")?;
         let signature = read(LIB_REVOCATION)?;
         let serial = keyring(".blacklist")?;

@@ -11,7 +11,9 @@ use elfsig_control::Mode;
 use elfsig_guest::debian::{apt, booted, module_state, sh, upgrade_steps};
 use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
-    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, GATE_CERTS, OTHER_ARCHIVE,
+    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, DISTRO_POLICY,
+    DISTRO_POLICY_PACKAGE, DISTRO_POLICY_PACKAGED_SERIAL, DISTRO_REVOKED, DISTRO_REVOKED_LATER, GATE_CERTS,
+    OTHER_ARCHIVE,
 };
 
 /// The program of [`ARCHIVE_UNMODIFIED`].
@@ -127,6 +129,22 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
         ensure(state == "running" && failed.is_empty(), || format!("systemd says {state:?}; failed: {failed}"))
     });
     suite.case(
+        "the archive's policy package: its postinst loads the newer policy, which revokes one more program",
+        || {
+            harness::runs(DISTRO_REVOKED_LATER, &[], None)?;
+            succeeds(&apt(&format!("install {DISTRO_POLICY_PACKAGE}")))?;
+            policy_serial_is(DISTRO_POLICY_PACKAGED_SERIAL)?;
+            harness::refused(DISTRO_REVOKED_LATER)?;
+            harness::refused(DISTRO_REVOKED)?;
+            // The initramfs, rebuilt by the trigger, holds it for the next boot.
+            let unpacked = "/tmp/elfsig-initramfs-policy";
+            succeeds(&format!("rm -rf {unpacked} && unmkinitramfs {} {unpacked}", initramfs()?))?;
+            let (_, found) = run(&format!("find {unpacked} -path '*{DISTRO_POLICY}'"))?;
+            let inside = found.lines().next().ok_or("no policy in the initramfs")?.to_owned();
+            succeeds(&format!("cmp {inside} {DISTRO_POLICY}"))
+        },
+    );
+    suite.case(
         "what a module build runs is refused: a program gcc just compiled, a proc-macro library rustc just built",
         build_helpers_refused,
     );
@@ -145,6 +163,12 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
             ensure(after == before, || format!("{initramfs} changed"))
         },
     );
+}
+
+/// The module's policy has serial `serial`.
+fn policy_serial_is(serial: u64) -> Outcome {
+    let loaded = std::fs::read_to_string("/sys/kernel/security/elfsig/policy").context("read policy")?;
+    ensure(loaded.lines().any(|l| l == format!("serial {serial}")), || format!("the module's policy: {loaded:?}"))
 }
 
 /// Where [`build_helpers_refused`] builds.
@@ -207,10 +231,14 @@ pub(crate) fn upgraded() {
             succeeds(&format!("cmp {inside} /usr/bin/kmod"))
         },
     );
-    suite.case("nothing was refused in this boot", || {
+    suite.case("the initramfs loaded the policy the package brought", || {
+        policy_serial_is(DISTRO_POLICY_PACKAGED_SERIAL)?;
+        harness::refused(DISTRO_REVOKED_LATER)
+    });
+    suite.case("nothing was refused in this boot but the revoked program", || {
         let (execs, mappings, _) = refusals()?;
         // The guard's canary, an unsigned memfd mapped executable, is its own proof.
-        ensure(execs == 0 && mappings == 1, || format!("{execs} execs and {mappings} mappings refused"))
+        ensure(execs == 1 && mappings == 1, || format!("{execs} execs and {mappings} mappings refused"))
     });
     suite.run("elfsig: the Debian system after its upgrade, rebooted");
 }

@@ -8,7 +8,8 @@
 //! trixie-security on the day the mirror was made (the system is made from the release suite
 //! alone), what `apt-get install openssh-server` adds, and `kmod` rebuilt with a higher version,
 //! so that an upgrade always happens, and one whose trigger rebuilds the initramfs, which the
-//! system reboots into. A second archive holds a package as Debian ships it, unsigned: the gate
+//! system reboots into; and the system's policy as a package (`policy.rs`). A second archive
+//! holds a package as Debian ships it, unsigned: the gate
 //! must refuse it. The mirror is kept in the cache (named after the Debian 13 root it was made
 //! for), so that later runs upgrade the same packages without the network.
 
@@ -35,10 +36,13 @@ pub struct Archives {
     pub other: PathBuf,
     /// The OpenPGP certificate both are signed with, for `Signed-By`.
     pub key: PathBuf,
+    /// The system's signed policies: the image's, and the one the archive ships as a package.
+    pub policies: super::policy::Policies,
 }
 
-/// Makes both archives in target/distro/archive/, the packages signed with `key`.
-pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair) -> Result<Archives> {
+/// Makes both archives in target/distro/archive/, the packages signed with `key`; the signed
+/// one holds the system's policy as a package too, signed with `policy_key`.
+pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair, policy_key: &KeyPair) -> Result<Archives> {
     deps::ensure(HOST_TOOLS)?;
     let mirror = mirrored(debian)?;
     let dir = paths::target().join("distro/archive");
@@ -58,6 +62,7 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair) -> Result<Archi
             super::image::copy(&path, &unsigned.join(&name), 0o644)?;
         }
     }
+    let policies = super::policy::make(&dir.join("policy"), &unsigned, &debian.root, elfsig, key, policy_key)?;
     let started = Instant::now();
     key.signing(elfsig, &["deb", "sign"]).arg("--output-dir").arg(&signed).arg(&unsigned).run()?;
     let (count, bytes) = count(&signed)?;
@@ -73,7 +78,7 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair) -> Result<Archi
     for repository in [&signed, &other] {
         publish(repository, &gnupg)?;
     }
-    Ok(Archives { signed, other, key })
+    Ok(Archives { signed, other, key, policies })
 }
 
 /// The packages mirrored for the Debian 13 root, downloaded once into the cache.

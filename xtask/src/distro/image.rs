@@ -34,7 +34,7 @@ pub struct Parts<'a> {
     pub bench: &'a Path,
     /// The certificates (concatenated DER) the module embeds, as `cargo xtask dkms --cert` stages
     /// them.
-    pub certs: &'a [u8],
+    pub certs: &'a crate::kmod::Embedded,
     /// The signed system's package archives and gate, which the checks and the bench upgrade from.
     pub archives: Option<&'a super::archive::Archives>,
 }
@@ -107,6 +107,9 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
     if let Variant::Signed(key) = variant {
         super::bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
+        if let Some(archives) = parts.archives {
+            super::policy::install(&root, &archives.policies)?;
+        }
         super::bench::sign(&root, key)?;
     }
     chroot::run_in(&root, &update_initramfs())?;
@@ -146,7 +149,7 @@ const KBUILD_CACHE: &str = "var/cache/elfsig";
 /// system's rustc, bindgen and `linux-source-7.2`), installs it under `updates/dkms` and runs
 /// depmod. The Rust build tree it makes once is the Debian 13 root's, mounted in: the same
 /// script made it there, for the same kernel.
-fn dkms_install(root: &Path, debian_root: &Path, certs: &[u8]) -> Result {
+fn dkms_install(root: &Path, debian_root: &Path, certs: &crate::kmod::Embedded) -> Result {
     let version = dkms::VERSION;
     dkms::stage(&root.join(debian_kernel::source_dir().trim_start_matches('/')), certs)?;
     let release = debian_kernel::RELEASE;

@@ -51,6 +51,8 @@ pub fn test_suite<'k>(
     let hello32 = elfsig_fixtures::synth(&Spec::new(Class::Elf32, Endian::Little));
     let object = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).kind(Kind::Rel));
     let revokeme = elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(b"revoke me"));
+    let policy_revokeme =
+        elfsig_fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(b"a policy revokes me"));
     let busybox = read(&system("busybox")?)?;
     let ld_so = read(&Path::new(image::LD_SO).canonicalize().map_err(|e| format!("{}: {e}", image::LD_SO))?)?;
     let stage = |guest_path: &str, bytes: &[u8], key: Option<&'k KeyPair>| Staged {
@@ -62,6 +64,7 @@ pub fn test_suite<'k>(
     let mut staged = vec![
         stage(image::HELLO, &hello, Some(&keys.kernel)),
         stage(image::REVOKEME, &revokeme, Some(&keys.kernel)),
+        stage(image::POLICY_REVOKEME, &policy_revokeme, Some(&keys.kernel)),
         stage(image::BUSYBOX, &busybox, Some(&keys.kernel)),
         stage(image::LD_SO, &ld_so, Some(&keys.kernel)),
         stage(image::HELLO_MODULE_KEY, &hello, Some(&keys.module)),
@@ -100,12 +103,14 @@ pub fn test_suite<'k>(
     let guard = elfsig_fixtures::guard_programs(image::GUARD_RUNPATH)?;
     let library = read(&guard.library)?;
     let revoked_library = [&library[..], b"revoke me"].concat();
+    let policy_revoked_library = [&library[..], b"a policy revokes me"].concat();
     let in_dir = |dir: &str| format!("{dir}/{}", elfsig_fixtures::GUARD_LIBRARY);
     staged.extend([
         stage(&in_dir(image::LIB_SIGNED), &library, Some(&keys.kernel)),
         stage(&in_dir(image::LIB_UNSIGNED), &library, None),
         stage(&in_dir(image::LIB_OTHER_KEY), &library, Some(&keys.other)),
         stage(&in_dir(image::LIB_REVOKED), &revoked_library, Some(&keys.kernel)),
+        stage(&in_dir(image::LIB_POLICY_REVOKED), &policy_revoked_library, Some(&keys.kernel)),
         stage(image::GUARD_USER, &read(&guard.user)?, Some(&keys.kernel)),
         stage(image::GUARD_PROBE, &read(&guard.probe)?, Some(&keys.kernel)),
     ]);
@@ -163,6 +168,10 @@ pub fn test_suite<'k>(
     cpio.file(image::ADDED_CERT, 0o644, &read(&keys.added.cert)?);
     cpio.file(image::KEY, 0o600, &read(&keys.kernel.key)?);
     cpio.file(image::CERT, 0o644, &read(&keys.kernel.cert)?);
+    cpio.file(image::POLICY_KEY, 0o600, &read(&keys.policy.key)?);
+    cpio.file(image::POLICY_CERT, 0o644, &read(&keys.policy.cert)?);
+    cpio.file(image::MODULE_CERT, 0o644, &read(&keys.module.cert)?);
+    cpio.file(image::OTHER_CERT, 0o644, &read(&keys.other.cert)?);
     cpio.file(image::MANIFEST, 0o644, format!("revoke_digest {digest}\nrevoke_lib_digest {lib_digest}\n").as_bytes());
     cpio.file(image::REVOCATION, 0o644, &sign_description(&format!("bin:{digest}"), &keys.kernel)?);
     cpio.file(image::LIB_REVOCATION, 0o644, &sign_description(&format!("bin:{lib_digest}"), &keys.kernel)?);

@@ -2,7 +2,8 @@
 //! certificates and trusts certificates beyond the module's own, with a serial number that only
 //! grows. `create` writes one (signed at once, or unsigned for `sign` to sign where the policy
 //! key is), `sign` signs or re-signs one, `inspect` shows what one says and, given the policy
-//! certificates, checks its signature.
+//! certificates, checks its signature; `load` hands one to the module, `show` says which it
+//! has, `clear` unloads it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,11 @@ use serde::Serialize;
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 
-use crate::cli::{PolicyArgs, PolicyCommand, PolicyCreateArgs, PolicyInspectArgs, PolicySignArgs};
+use elfsig_control::{Control, LoadedPolicy};
+
+use crate::cli::{
+    PolicyArgs, PolicyCommand, PolicyCreateArgs, PolicyInspectArgs, PolicyLoadArgs, PolicyShowArgs, PolicySignArgs,
+};
 use crate::crypto::cert::{self, TrustedCert};
 use crate::crypto::cms::{self, RecordSigner, SignerId};
 use crate::crypto::key;
@@ -30,6 +35,9 @@ pub fn run(args: &PolicyArgs, quiet: bool) -> Result<ExitCode, Error> {
         PolicyCommand::Create(args) => create(args, quiet),
         PolicyCommand::Sign(args) => sign(args, quiet),
         PolicyCommand::Inspect(args) => inspect(args),
+        PolicyCommand::Load(args) => load(args, quiet),
+        PolicyCommand::Show(args) => show(args),
+        PolicyCommand::Clear => clear(quiet),
     }
     .map(|()| ExitCode::SUCCESS)
 }
@@ -338,4 +346,75 @@ fn text(report: &Report) -> String {
         }
     }
     out
+}
+
+fn load(args: &PolicyLoadArgs, quiet: bool) -> Result<(), Error> {
+    let read = Read::from(&args.policy)?;
+    if !read.signed {
+        return Err(Error::Usage(format!(
+            "{} is not signed: sign it with `elfsig policy sign`; the module takes signed policies only",
+            args.policy.display()
+        )));
+    }
+    let serial = read.parts()?.policy.serial;
+    let control = Control::system();
+    control.load_policy(&read.bytes).map_err(|e| Error::msg(format!("{}: {e}", args.policy.display())))?;
+    if !quiet {
+        eprintln!("elfsig: loaded {} (serial {serial})", args.policy.display());
+    }
+    Ok(())
+}
+
+fn clear(quiet: bool) -> Result<(), Error> {
+    Control::system().clear_policy().map_err(|e| Error::msg(e.to_string()))?;
+    if !quiet {
+        eprintln!("elfsig: the module has no policy now");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+struct Loaded {
+    schema: u32,
+    loaded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    serial: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_digests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_certs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trusted_certs: Option<u64>,
+}
+
+fn show(args: &PolicyShowArgs) -> Result<(), Error> {
+    let loaded = Control::system().policy().map_err(|e| Error::msg(e.to_string()))?;
+    if args.json {
+        let report = Loaded {
+            schema: SCHEMA_VERSION,
+            loaded: loaded.is_some(),
+            serial: loaded.as_ref().map(|p| p.serial),
+            sha256: loaded.as_ref().map(|p| p.sha256.clone()),
+            revoked_digests: loaded.as_ref().map(|p| p.revoked_digests),
+            revoked_certs: loaded.as_ref().map(|p| p.revoked_certs),
+            trusted_certs: loaded.as_ref().map(|p| p.trusted_certs),
+        };
+        println!("{}", serde_json::to_string(&report).map_err(|e| Error::msg(e.to_string()))?);
+        return Ok(());
+    }
+    match loaded {
+        None => println!("no policy loaded"),
+        Some(p) => println!("{}", describe_loaded(&p)),
+    }
+    Ok(())
+}
+
+/// The loaded policy in one line, as `show` and `status` say it.
+pub fn describe_loaded(p: &LoadedPolicy) -> String {
+    format!(
+        "serial {}, {} digests and {} certificates revoked, {} certificates trusted (sha256:{})",
+        p.serial, p.revoked_digests, p.revoked_certs, p.trusted_certs, p.sha256
+    )
 }

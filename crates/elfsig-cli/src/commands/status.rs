@@ -42,6 +42,9 @@ struct State {
     /// Keys (`bin:` digests and others) in `.blacklist`, when it can be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     revocations: Option<usize>,
+    /// The signed policy loaded, if any (docs/POLICY.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<PolicyReport>,
     execs: Counts,
     mappings: Counts,
     /// Refusals (and permissive would-be refusals) by reason, execs and mappings alike.
@@ -49,6 +52,15 @@ struct State {
     cache: Cache,
     /// Every counter of `stats`, by its name there.
     counters: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct PolicyReport {
+    serial: u64,
+    sha256: String,
+    revoked_digests: u64,
+    revoked_certs: u64,
+    trusted_certs: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -161,6 +173,13 @@ fn state(control: &Control) -> Result<State, Error> {
         keyrings: keyrings.iter().map(keyring_report).collect(),
         keyrings_error,
         revocations,
+        policy: control.policy()?.map(|p| PolicyReport {
+            serial: p.serial,
+            sha256: p.sha256,
+            revoked_digests: p.revoked_digests,
+            revoked_certs: p.revoked_certs,
+            trusted_certs: p.trusted_certs,
+        }),
         execs: counts(""),
         mappings: counts("mmap_"),
         refusals: Reason::ALL.iter().map(|r| (r.name(), stats.get(r.name()))).filter(|(_, n)| *n > 0).collect(),
@@ -306,6 +325,15 @@ fn text(report: &Report) -> String {
     }
     if let Some(n) = state.revocations {
         line("revocations:", format!("{n} in .blacklist"));
+    }
+    if let Some(p) = &state.policy {
+        line(
+            "policy:",
+            format!(
+                "serial {}, {} digests and {} certificates revoked, {} certificates trusted",
+                p.serial, p.revoked_digests, p.revoked_certs, p.trusted_certs
+            ),
+        );
     }
     let counts = |c: &Counts| format!("{} checked, {} allowed, {} denied", c.checked, c.allowed, c.denied);
     line("execs:", counts(&state.execs));

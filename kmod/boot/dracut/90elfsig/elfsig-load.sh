@@ -1,6 +1,7 @@
 #!/bin/sh
 # dracut pre-udev hook: loads the elfsig module with the parameters from /etc/modprobe.d, then
-# attaches its mapping guard when elfsig-guard is in the initramfs. `elfsig=off` on the kernel
+# loads the signed policy (/etc/elfsig/policy) when there is one, and attaches its mapping guard
+# when elfsig-guard is in the initramfs. `elfsig=off` on the kernel
 # command line skips both, for one boot. A module that fails to load stops the boot (dracut's
 # die: a halt, or a shell with rd.shell) rather than boot unprotected; so does a guard that
 # fails to attach once the module requires it (require_mmap_guard=1). /run/elfsig-initramfs
@@ -15,6 +16,11 @@ elif ! modprobe elfsig; then
     die "elfsig: the module did not load; boot with elfsig=off to go on without it"
 else
     [ -d /sys/kernel/security/elfsig ] || mount -t securityfs securityfs /sys/kernel/security
+    # The signed policy, in one write, before anything from the root file system runs.
+    if [ -e /etc/elfsig/policy ] &&
+        ! dd if=/etc/elfsig/policy of=/sys/kernel/security/elfsig/policy bs=4194304 count=1 conv=notrunc 2>/dev/null; then
+        die "elfsig: /etc/elfsig/policy was not loaded (dmesg says why when the module refused it); boot with elfsig=off to go on without it"
+    fi
     if ! elfsig-guard; then
         if [ "$(cat /sys/module/elfsig/parameters/require_mmap_guard 2>/dev/null)" = "Y" ]; then
             die "elfsig: the mapping guard did not attach, and require_mmap_guard=1"

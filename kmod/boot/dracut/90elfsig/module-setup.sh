@@ -38,4 +38,10 @@ install() {
     inst_hook pre-udev 00 "$moddir/elfsig-load.sh"
     inst_multiple elfsig-guard
     [ -f /etc/modprobe.d/elfsig.conf ] && inst_simple /etc/modprobe.d/elfsig.conf
+    # The signed policy (docs/POLICY.md), loaded with the module; dd writes it in one piece.
+    if [ -f /etc/elfsig/policy ]; then
+        inst_simple /etc/elfsig/policy
+        inst_multiple dd
+    fi
+    return 0
 }
