@@ -24,14 +24,14 @@ use super::load::{Shared, Slot};
 /// reason the key is removed, and the digest revoked, only once an exec was judged while they
 /// were good (or, failing that, at twice the phase): a reload that took the whole window
 /// between the key's addition and its removal left no exec to judge "must run" (seen once in
-/// CI on the debug kernel). A distribution's kernel takes neither
-/// (harness::NEEDS_TEST_KERNEL_KEY, NEEDS_REVOCABLE_KERNEL): there the key and the revocation
-/// are left out, and their files stay what they are.
+/// CI on the debug kernel). A distribution's kernel takes neither into its keyrings
+/// (harness::NEEDS_TEST_KERNEL_KEY, NEEDS_REVOCABLE_KERNEL): there a signed policy trusts the
+/// key and revokes the digest, a newer one for each change, loaded again after each reload.
 pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     let start = Instant::now();
     let tick = phase / 12;
     let mut round = 0u32;
-    let keyrings = !elfsig_guest::on_distro_kernel();
+    let mut policy = elfsig_guest::on_distro_kernel().then(ByPolicy::default);
     let secondary = keyring(".secondary_trusted_keys")?;
     let mut added = None;
     let keyed_judged =
@@ -39,35 +39,47 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     // Whether `slot` was judged "must run", or it is too late to wait for it.
     let ran_or_late = |slot: Slot| shared.tally.judged(slot)[1] > 0 || start.elapsed() >= phase * 2;
     while start.elapsed() < phase
-        || (keyrings && shared.key_removed.done.get().is_none())
-        || (keyrings && shared.revocation.done.get().is_none())
-        || (keyrings && !keyed_judged() && start.elapsed() < phase * 2)
+        || shared.key_removed.done.get().is_none()
+        || shared.revocation.done.get().is_none()
+        || (!keyed_judged() && start.elapsed() < phase * 2)
     {
         round += 1;
         if let Some(wait) = (tick * round).checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
         write_control("flush", "1").context("flush")?;
-        if round == 3 && keyrings {
-            let cert = read(image::ADDED_CERT)?;
-            let key =
-                shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?;
+        if round == 3 {
+            let key = match &mut policy {
+                Some(policy) => shared.key_added.run(|| policy.trust(true)).map(|()| 0)?,
+                None => {
+                    let cert = read(image::ADDED_CERT)?;
+                    shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?
+                }
+            };
             added = Some(key);
         }
         if let (true, Some(key)) = (round >= 9 && ran_or_late(Slot::Newkey), added) {
             added = None;
-            shared.key_removed.run(|| {
-                system::unlink_key(key, secondary).context("remove the key")?;
-                write_control("flush", "1").context("flush")
-            })?;
+            match &mut policy {
+                Some(policy) => shared.key_removed.run(|| policy.trust(false))?,
+                None => shared.key_removed.run(|| {
+                    system::unlink_key(key, secondary).context("remove the key")?;
+                    write_control("flush", "1").context("flush")
+                })?,
+            }
         }
-        if round >= 6 && keyrings && shared.revocation.started.get().is_none() && ran_or_late(Slot::Revokeme) {
-            let digest = crate::cases::manifest("revoke_digest")?;
-            let signature = read(image::REVOCATION)?;
-            let blacklist = keyring(".blacklist")?;
-            shared.revocation.run(|| {
-                system::add_key("blacklist", &format!("bin:{digest}"), &signature, blacklist).context("revoke")
-            })?;
+        if round >= 6 && shared.revocation.started.get().is_none() && ran_or_late(Slot::Revokeme) {
+            match &mut policy {
+                Some(policy) => shared.revocation.run(|| policy.revoke())?,
+                None => {
+                    let digest = crate::cases::manifest("revoke_digest")?;
+                    let signature = read(image::REVOCATION)?;
+                    let blacklist = keyring(".blacklist")?;
+                    shared.revocation.run(|| {
+                        system::add_key("blacklist", &format!("bin:{digest}"), &signature, blacklist).context("revoke")
+                    })?;
+                }
+            }
         }
         if !round.is_multiple_of(2) {
             continue;
@@ -85,6 +97,10 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                 unload_when_idle("elfsig")?;
                 std::thread::sleep(Duration::from_millis(100));
                 system::load_module(Path::new(image::MODULE), "").context("reload")?;
+                // What the boot hooks do: the policy, right after the module.
+                if let Some(policy) = &mut policy {
+                    policy.reload()?;
+                }
                 crate::mapping::attach()
             })
         };
@@ -92,6 +108,46 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
         result?;
     }
     Ok(())
+}
+
+/// What the policy says on a distribution's kernel: whether it trusts the added key and revokes
+/// the revoked program's digest, and the serial of the last one loaded.
+#[derive(Default)]
+struct ByPolicy {
+    trusting: bool,
+    revoked: bool,
+    serial: u64,
+}
+
+impl ByPolicy {
+    fn trust(&mut self, trusting: bool) -> Outcome {
+        self.trusting = trusting;
+        self.load()
+    }
+
+    fn revoke(&mut self) -> Outcome {
+        self.revoked = true;
+        self.load()
+    }
+
+    /// After the module was loaded again, which forgot it.
+    fn reload(&mut self) -> Outcome {
+        if self.trusting || self.revoked { self.load() } else { Ok(()) }
+    }
+
+    /// A newer policy saying what this one does, loaded.
+    fn load(&mut self) -> Outcome {
+        self.serial += 1;
+        let serial = self.serial.to_string();
+        let mut args = vec!["--serial", serial.as_str()];
+        if self.trusting {
+            args.extend(["--trust", image::ADDED_CERT]);
+        }
+        if self.revoked {
+            args.extend(["--revoke", image::REVOKEME]);
+        }
+        crate::signed_policy::apply(&format!("stress-{serial}"), &args)
+    }
 }
 
 /// Sets a fault-injection attribute in debugfs.
