@@ -76,21 +76,30 @@ pub(crate) fn run_all() -> bool {
              library_changes={library_changes}"
         );
         checks::report("changes", main.as_secs(), [0; 8], checks::counts(&shared.tally), &extra);
-        let keyrings = !elfsig_guest::on_distro_kernel();
-        ensure(!keyrings || shared.revocation.done.get().is_some(), || "the revocation never happened".into())?;
-        ensure(!keyrings || shared.key_removed.done.get().is_some(), || "the key was never added and removed".into())?;
+        ensure(shared.revocation.done.get().is_some(), || "the revocation never happened".into())?;
+        ensure(shared.key_removed.done.get().is_some(), || "the key was never added and removed".into())?;
+        ensure(shared.policy_revocation.done.get().is_some(), || "the policy slot was never revoked".into())?;
         // Each changing file was seen both ways, so its checks ran. The revoked file and the
         // added key's file always are; a quick run has too few remove-and-sign rounds and
         // changes for that to be sure of the others, so only longer runs insist.
         let long = main >= Duration::from_secs(60);
-        for which in [Slot::Mix, Slot::Resign, Slot::Revokeme, Slot::Newkey, Slot::Interp, Slot::Dlopen, Slot::Needed] {
+        for which in [
+            Slot::Mix,
+            Slot::Resign,
+            Slot::Revokeme,
+            Slot::Newkey,
+            Slot::Policy,
+            Slot::Interp,
+            Slot::Dlopen,
+            Slot::Needed,
+        ] {
             let [not_load, run] = shared.tally.judged(which);
             let name = which.name();
             diagnostic(format_args!("stress judged kind={name} must_not_load={not_load} must_run={run}"));
-            // Without the key and the revocation (a distribution's kernel), their files never
-            // change.
-            let keyed = matches!(which, Slot::Revokeme | Slot::Newkey);
-            let required = if keyed { keyrings } else { long };
+            // The key's, the revocations' files always change (through the keyrings or a
+            // policy).
+            let keyed = matches!(which, Slot::Revokeme | Slot::Newkey | Slot::Policy);
+            let required = keyed || long;
             ensure(!required || (not_load > 0 && run > 0), || format!("no {name} exec was judged both ways"))?;
         }
         // The interpreter check at the end of exec was reached: some swap landed between the

@@ -14,7 +14,8 @@ use elfsig_guest::system;
 use super::load::{Shared, Slot};
 
 /// The disturbances, spread over `phase` in twelve ticks: a cache flush at each, the key added
-/// at the third and removed (with a flush) at the ninth, the revocation at the sixth, an unload
+/// at the third and removed (with a flush) at the ninth, the revocation at the sixth, a policy
+/// revoking the policy slot's file at the seventh, an unload
 /// and reload at the fourth and tenth, and a 100 ms permissive window at the other even ones. A
 /// reload attaches the guard again, which takes seconds on the debug kernel (while nothing is
 /// judged): a tick that comes late does what it missed at once, and the phase lasts until the
@@ -31,16 +32,23 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     let start = Instant::now();
     let tick = phase / 12;
     let mut round = 0u32;
-    let mut policy = elfsig_guest::on_distro_kernel().then(ByPolicy::default);
+    // The policies loaded, on both kernels (the policy slot's revocation); and whether they also
+    // stand in for the keyrings.
+    let mut policies = ByPolicy::default();
+    let by_policy = elfsig_guest::on_distro_kernel();
     let secondary = keyring(".secondary_trusted_keys")?;
     let mut added = None;
-    let keyed_judged =
-        || [Slot::Revokeme, Slot::Newkey].into_iter().all(|slot| shared.tally.judged(slot).iter().all(|n| *n > 0));
+    let keyed_judged = || {
+        [Slot::Revokeme, Slot::Newkey, Slot::Policy]
+            .into_iter()
+            .all(|slot| shared.tally.judged(slot).iter().all(|n| *n > 0))
+    };
     // Whether `slot` was judged "must run", or it is too late to wait for it.
     let ran_or_late = |slot: Slot| shared.tally.judged(slot)[1] > 0 || start.elapsed() >= phase * 2;
     while start.elapsed() < phase
         || shared.key_removed.done.get().is_none()
         || shared.revocation.done.get().is_none()
+        || shared.policy_revocation.done.get().is_none()
         || (!keyed_judged() && start.elapsed() < phase * 2)
     {
         round += 1;
@@ -49,9 +57,9 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
         }
         write_control("flush", "1").context("flush")?;
         if round == 3 {
-            let key = match &mut policy {
-                Some(policy) => shared.key_added.run(|| policy.trust(true)).map(|()| 0)?,
-                None => {
+            let key = match by_policy {
+                true => shared.key_added.run(|| policies.trust(true)).map(|()| 0)?,
+                false => {
                     let cert = read(image::ADDED_CERT)?;
                     shared.key_added.run(|| system::add_key("asymmetric", "", &cert, secondary).context("add a key"))?
                 }
@@ -60,18 +68,18 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
         }
         if let (true, Some(key)) = (round >= 9 && ran_or_late(Slot::Newkey), added) {
             added = None;
-            match &mut policy {
-                Some(policy) => shared.key_removed.run(|| policy.trust(false))?,
-                None => shared.key_removed.run(|| {
+            match by_policy {
+                true => shared.key_removed.run(|| policies.trust(false))?,
+                false => shared.key_removed.run(|| {
                     system::unlink_key(key, secondary).context("remove the key")?;
                     write_control("flush", "1").context("flush")
                 })?,
             }
         }
         if round >= 6 && shared.revocation.started.get().is_none() && ran_or_late(Slot::Revokeme) {
-            match &mut policy {
-                Some(policy) => shared.revocation.run(|| policy.revoke())?,
-                None => {
+            match by_policy {
+                true => shared.revocation.run(|| policies.revoke())?,
+                false => {
                     let digest = crate::cases::manifest("revoke_digest")?;
                     let signature = read(image::REVOCATION)?;
                     let blacklist = keyring(".blacklist")?;
@@ -80,6 +88,9 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                     })?;
                 }
             }
+        }
+        if round >= 7 && shared.policy_revocation.started.get().is_none() && ran_or_late(Slot::Policy) {
+            shared.policy_revocation.run(|| policies.revoke_slot())?;
         }
         if !round.is_multiple_of(2) {
             continue;
@@ -98,9 +109,7 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                 std::thread::sleep(Duration::from_millis(100));
                 system::load_module(Path::new(image::MODULE), "").context("reload")?;
                 // What the boot hooks do: the policy, right after the module.
-                if let Some(policy) = &mut policy {
-                    policy.reload()?;
-                }
+                policies.reload()?;
                 crate::mapping::attach()
             })
         };
@@ -110,12 +119,14 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
     Ok(())
 }
 
-/// What the policy says on a distribution's kernel: whether it trusts the added key and revokes
-/// the revoked program's digest, and the serial of the last one loaded.
+/// What the policy says: whether it trusts the added key and revokes the revoked program's
+/// digest (on a distribution's kernel, for the keyrings), whether it revokes the policy slot's
+/// file, and the serial of the last one loaded.
 #[derive(Default)]
 struct ByPolicy {
     trusting: bool,
     revoked: bool,
+    revoked_slot: bool,
     serial: u64,
 }
 
@@ -130,9 +141,14 @@ impl ByPolicy {
         self.load()
     }
 
+    fn revoke_slot(&mut self) -> Outcome {
+        self.revoked_slot = true;
+        self.load()
+    }
+
     /// After the module was loaded again, which forgot it.
     fn reload(&mut self) -> Outcome {
-        if self.trusting || self.revoked { self.load() } else { Ok(()) }
+        if self.trusting || self.revoked || self.revoked_slot { self.load() } else { Ok(()) }
     }
 
     /// A newer policy saying what this one does, loaded.
@@ -145,6 +161,10 @@ impl ByPolicy {
         }
         if self.revoked {
             args.extend(["--revoke", image::REVOKEME]);
+        }
+        let slot = super::load::policy_slot();
+        if self.revoked_slot {
+            args.extend(["--revoke", slot.as_str()]);
         }
         crate::signed_policy::apply(&format!("stress-{serial}"), &args)
     }

@@ -35,6 +35,9 @@ pub(crate) enum Slot {
     Revokeme,
     /// Signed by a key trusted only between its addition and its removal.
     Newkey,
+    /// Good until a signed policy revokes its digest (loaded again after each reload of the
+    /// module, which forgets it).
+    Policy,
     /// Removed (made unsigned) and signed again by the CLI in the VM.
     Resign,
     /// A signed program whose `PT_INTERP` path has a signed loader and an unsigned program
@@ -48,12 +51,13 @@ pub(crate) enum Slot {
 }
 
 impl Slot {
-    pub(crate) const ALL: [Slot; 9] = [
+    pub(crate) const ALL: [Slot; 10] = [
         Slot::Good,
         Slot::Mix,
         Slot::Bad,
         Slot::Revokeme,
         Slot::Newkey,
+        Slot::Policy,
         Slot::Resign,
         Slot::Interp,
         Slot::Dlopen,
@@ -67,6 +71,7 @@ impl Slot {
             Slot::Bad => "bad",
             Slot::Revokeme => "revokeme",
             Slot::Newkey => "newkey",
+            Slot::Policy => "policy",
             Slot::Resign => "resign",
             Slot::Interp => "interp",
             Slot::Dlopen => "dlopen",
@@ -187,6 +192,8 @@ pub(crate) struct Shared {
     mix: [Tracked; MIX_SLOTS],
     pub(crate) faults: AtomicBool,
     pub(crate) revocation: Event,
+    /// The policy that revokes the policy slot's file, loaded.
+    pub(crate) policy_revocation: Event,
     /// What `resign` holds: good while signed, bad while its signature is removed.
     resign: Tracked,
     /// Completed remove-and-sign rounds of `resign`.
@@ -213,6 +220,7 @@ impl Shared {
             mix: [const { Tracked::new(GOOD) }; MIX_SLOTS],
             faults: AtomicBool::new(false),
             revocation: Event::default(),
+            policy_revocation: Event::default(),
             resign: Tracked::new(GOOD),
             resign_rounds: AtomicU64::new(0),
             interp: Tracked::new(GOOD),
@@ -276,6 +284,7 @@ pub(crate) fn set_up(contents: &Contents) -> Outcome {
     }
     replace(&format!("{DIR}/revokeme"), &read(image::REVOKEME)?, 0).context("write revokeme")?;
     replace(&format!("{DIR}/newkey"), &read(image::HELLO_ADDED_KEY)?, 0).context("write newkey")?;
+    replace(&policy_slot(), &read(image::POLICY_REVOKEME)?, 0).context("write the policy slot's file")?;
     replace(&format!("{DIR}/resign"), &contents.good, 0).context("write resign")?;
     replace(&interp_source(true), &read(image::LD_SO)?, 0).context("write the signed loader")?;
     replace(&interp_source(false), &read(image::HELLO_UNSIGNED)?, 0).context("write the unsigned interpreter")?;
@@ -285,9 +294,14 @@ pub(crate) fn set_up(contents: &Contents) -> Outcome {
     std::fs::hard_link(interp_source(true), image::STRESS_INTERPRETER).context("link the interpreter")
 }
 
+/// The policy slot's file: a signed program of its own digest.
+pub(crate) fn policy_slot() -> String {
+    format!("{DIR}/policy")
+}
+
 /// One exec of a random file, judged against what the file was at that moment.
 fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
-    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 7);
+    let pick = rng.below(GOOD_SLOTS + MIX_SLOTS + 8);
     let (which, path, tracked) = match pick.checked_sub(GOOD_SLOTS + MIX_SLOTS) {
         None if pick < GOOD_SLOTS => (Slot::Good, slot("good", pick), None),
         None => (Slot::Mix, slot("mix", pick - GOOD_SLOTS), shared.mix.get(pick - GOOD_SLOTS)),
@@ -297,6 +311,7 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
         Some(3) => (Slot::Interp, image::CDYNAMIC_STRESS_INTERPRETER.to_owned(), Some(&shared.interp)),
         Some(4) => (Slot::Dlopen, GUARD_PROBE.to_owned(), Some(&shared.library)),
         Some(5) => (Slot::Needed, GUARD_USER.to_owned(), Some(&shared.library)),
+        Some(6) => (Slot::Policy, policy_slot(), None),
         Some(_) => (Slot::Resign, format!("{DIR}/resign"), Some(&shared.resign)),
     };
     let faults = shared.faults.load(Ordering::SeqCst);
@@ -327,6 +342,8 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
     }
     let revoked = shared.revocation.done_before(started);
     let not_revoked = shared.revocation.not_begun_by(ended);
+    let revoked_by_policy = shared.policy_revocation.done_before(started);
+    let not_revoked_by_policy = shared.policy_revocation.not_begun_by(ended);
     // The key was trusted for the whole exec, or not at all.
     let key_trusted = shared.key_added.done_before(started) && shared.key_removed.not_begun_by(ended);
     let key_untrusted = shared.key_added.not_begun_by(ended) || shared.key_removed.done_before(started);
@@ -336,6 +353,7 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
             Slot::Mix | Slot::Resign | Slot::Interp | Slot::Dlopen | Slot::Needed => content == Some(BAD),
             Slot::Revokeme => revoked,
             Slot::Newkey => key_untrusted,
+            Slot::Policy => revoked_by_policy,
             Slot::Good => false,
         },
         must_run: !faults
@@ -344,6 +362,7 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
                 Slot::Mix | Slot::Resign | Slot::Interp | Slot::Dlopen | Slot::Needed => content == Some(GOOD),
                 Slot::Revokeme => not_revoked,
                 Slot::Newkey => key_trusted,
+                Slot::Policy => not_revoked_by_policy,
                 Slot::Bad => false,
             },
     };
