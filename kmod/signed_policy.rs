@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::Error;
 use kernel::prelude::*;
 
-use crate::elfsig_core::policy::{self, SignedPolicy};
+use crate::elfsig_core::policy::SignedPolicy;
 use crate::glue::audit;
 use crate::glue::crypto;
 use crate::glue::keys::SignatureError;
@@ -142,20 +142,7 @@ fn load(bytes: &[u8]) -> Result {
         revoked_certs: counts.revoked_certs,
         trusted_certs: counts.trusted_certs,
     };
-    // What the parser checked already: the digests are where the header says.
-    let digests = usize::try_from(counts.digests)
-        .ok()
-        .and_then(|n| n.checked_mul(policy::DIGEST_LEN))
-        .and_then(|len| signed.body.get(policy::HEADER_LEN..)?.get(..len))
-        .ok_or_else(|| {
-            refuse(
-                c"malformed",
-                serial,
-                EINVAL,
-                format_args!("serial {serial}: its digests are not where its header says"),
-            )
-        })?;
-    let new = Held::new(&summary, digests).map_err(|e| {
+    let new = Held::new(&summary, signed.policy.digest_bytes()).map_err(|e| {
         refuse(
             c"error",
             serial,

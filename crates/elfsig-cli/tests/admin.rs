@@ -299,3 +299,44 @@ fn changing_a_setting_without_privilege_says_it_needs_root() {
     // Reading needs no more than the files' modes allow.
     unprivileged(&fake, &["status"]).assert().success();
 }
+
+/// `elfsig policy load` writes the signed policy whole and refuses an unsigned one before the
+/// module sees it; `show` reads what the module says, `none` or the loaded policy's lines.
+#[test]
+fn policy_load_show_and_clear_go_through_the_policy_file() {
+    let fake = Fake::new();
+    fake.set("policy", "none\n");
+    fake.elfsig(&["policy", "show"]).assert().success().stdout(contains("no policy loaded"));
+    let v = json(&fake.elfsig(&["policy", "show", "--json"]).assert().success().get_output().stdout.clone());
+    assert_eq!(v["loaded"], false);
+    let keys = common::keys("policy");
+    let scratch = Scratch::new();
+    let (body, signed) = (scratch.path("body"), scratch.path("signed"));
+    common::elfsig().args(["policy", "create", "--serial", "4", "-o"]).arg(&body).assert().success();
+    fake.elfsig(&["policy", "load", body.to_str().unwrap()]).assert().code(2).stderr(contains("not signed"));
+    assert_eq!(fake.get("policy"), "none\n");
+    common::elfsig()
+        .args(["policy", "sign", "--key"])
+        .arg(&keys.key)
+        .arg("--cert")
+        .arg(&keys.cert)
+        .arg("-o")
+        .arg(&signed)
+        .arg(&body)
+        .assert()
+        .success();
+    fake.set("policy", "");
+    fake.elfsig(&["policy", "load", signed.to_str().unwrap()]).assert().success();
+    assert_eq!(fs::read(fake.dir.join("policy")).unwrap(), fs::read(&signed).unwrap());
+    fake.set("policy", "serial 4\nsha256 00ff\nrevoked_digests 0\nrevoked_certs 0\ntrusted_certs 0\n");
+    let v = json(&fake.elfsig(&["policy", "show", "--json"]).assert().success().get_output().stdout.clone());
+    assert_eq!((v["loaded"].clone(), v["serial"].clone()), (serde_json::json!(true), serde_json::json!(4)));
+    let v = json(&fake.elfsig(&["status", "--json"]).assert().success().get_output().stdout.clone());
+    assert_eq!(v["policy"]["serial"], 4);
+    fake.set("policy", "serial x\n");
+    fake.elfsig(&["policy", "show"]).assert().failure().stderr(contains("does not understand"));
+    // The module's files are written at offset 0, never truncated, as the other settings are.
+    fake.set("policy", "");
+    fake.elfsig(&["policy", "clear"]).assert().success();
+    assert_eq!(fake.get("policy"), "clear");
+}

@@ -168,6 +168,12 @@ impl<'a> Policy<'a> {
         }
     }
 
+    /// The revoked digests as the body holds them, [`DIGEST_LEN`] bytes each, ascending: what
+    /// [`lists`] searches.
+    pub fn digest_bytes(&self) -> &'a [u8] {
+        self.digests
+    }
+
     /// The revoked digests, ascending.
     pub fn digests(&self) -> impl Iterator<Item = [u8; DIGEST_LEN]> + 'a {
         self.digests.chunks_exact(DIGEST_LEN).filter_map(|d| d.try_into().ok())
