@@ -21,6 +21,7 @@ pub const TARGETS: &[(&str, &str)] = &[
     ("parse", "crates/elfsig-core"),
     ("payload", "crates/elfsig-core"),
     ("policy", "crates/elfsig-core"),
+    ("words", "crates/elfsig-core"),
     ("roundtrip", "crates/elfsig-cli"),
     ("deb", "crates/elfsig-cli"),
 ];
@@ -196,7 +197,48 @@ fn write_corpus() -> Result<PathBuf> {
     }
     package_seeds(&root.join("deb"))?;
     policy_seeds(&root.join("policy"))?;
+    word_seeds(&root.join("words"))?;
     Ok(root)
+}
+
+/// Seeds for the `words` target: the starts of scripts binfmt_script runs, what `elfsig` and
+/// `elfsig-guard` write to the module's control files, and the facts of files on the
+/// filesystems the module caches, verifies and refuses.
+fn word_seeds(dir: &Path) -> Result {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut seeds: Vec<(String, Vec<u8>)> = [
+        &b"#!/bin/sh\necho hi\n"[..],
+        b"#! /usr/bin/env python3 -u\n",
+        b"#!/bin/sh",
+        b"enforce\n",
+        b"permissive",
+        b" deny \n",
+        b"attach 3 4 5 6 7\n",
+        b"release",
+        b"clear\n",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, seed)| (format!("line-{i}"), seed.to_vec()))
+    .collect();
+    // Facts (little-endian), seals, then the filesystem's name: a settled ext4 file, a sealed
+    // memfd, a user namespace's overlayfs, FUSE, a btrfs file with its handle.
+    for (name, facts, seals, fs) in [
+        ("ext4", 1u32 << 2, 0u32, "ext4"),
+        ("memfd", (1 << 7) | (1 << 8) | (1 << 2), 0x0e, "tmpfs"),
+        ("userns", (1 << 5) | (1 << 4), 0, "overlay"),
+        ("fuse", 1 << 6, 0, "fuse"),
+        ("btrfs", (1 << 3) | (1 << 1), 0, "btrfs"),
+    ] {
+        let mut seed = facts.to_le_bytes().to_vec();
+        seed.extend_from_slice(&seals.to_le_bytes());
+        seed.extend_from_slice(fs.as_bytes());
+        seeds.push((format!("facts-{name}"), seed));
+    }
+    for (name, bytes) in &seeds {
+        write(&dir.join(name), bytes)?;
+    }
+    Ok(())
 }
 
 /// Seeds for the `policy` target: policies `elfsig policy create` writes, unsigned and signed,

@@ -37,10 +37,12 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod control;
 pub mod der;
 pub mod elf;
 pub mod endian;
 pub mod error;
+pub mod filesystem;
 #[cfg(feature = "signer")]
 pub mod layout;
 pub mod locate;
@@ -49,6 +51,7 @@ pub mod policy;
 pub mod range;
 pub mod read;
 pub mod record;
+pub mod script;
 pub mod verify;
 #[cfg(feature = "signer")]
 pub mod view;
