@@ -104,7 +104,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         elfsig_guest::harness::write_exec(&modified_path, &modified)?;
         let malformed_path = format!("{WORK}/audit-malformed");
         elfsig_guest::harness::write_exec(&malformed_path, b"\x7fELF\x02\x01\x01\0truncated")?;
-        let revoked_digest = crate::cases::manifest("revoke_digest")?;
+        let revoked_digest = crate::manifest::value("revoke_digest")?;
         let exe = own_exe()?;
 
         let mut causes = Vec::new();
@@ -183,7 +183,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         Ok(())
     });
     suite.case("every_policy_written_is_an_audit_record_loaded_or_refused_and_why", || {
-        use crate::signed_policy::{create, create_signed_by, write_policy};
+        use crate::policy_files::{create, create_signed_by, write_policy};
         let daemon = AuditDaemon::register().context("register as the audit daemon")?;
         daemon.records(INTEGRITY_DATA).context("drain")?;
         let by_program_key = create_signed_by("audit-program-key", &["--serial", "30"], KEY, CERT)?;

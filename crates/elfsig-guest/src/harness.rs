@@ -188,6 +188,11 @@ pub fn write_control(name: &str, value: &str) -> std::io::Result<()> {
     std::fs::write(control(name), value)
 }
 
+/// A control file's contents, without the newline.
+pub fn control_value(name: &str) -> Result<String, String> {
+    Ok(std::fs::read_to_string(control(name)).context(&format!("read {name}"))?.trim_end().to_owned())
+}
+
 /// Waits until the module's log rate limit (20 messages per 5 s) has room again, so that the
 /// next refusal is sure to be logged.
 pub fn wait_for_log_budget() {

@@ -3,7 +3,7 @@
 //! file mapping cannot be made executable. The guard is attached at the start of the suite
 //! ([`attach_case`]), so every other case of the suite runs under it too.
 
-use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
+use elfsig_fixtures::{GUARD_LIBRARY_LOADED, GUARD_USER_OUTPUT};
 use elfsig_guest::harness::{
     Context, Outcome, Suite, control, copy_exec, counters_grew, ensure, grew, kernel_log, keyring, read, refused, runs,
     stats, wait_for_log_budget, write_control, write_exec,
@@ -15,34 +15,12 @@ use elfsig_guest::image::{
 };
 use elfsig_guest::system;
 
-use crate::cases::manifest;
+use crate::guard_control::{attach_alone, status as guard_status};
+use crate::mapping_checks::{dlopen_loads, dlopen_refused, library, mapping_refused, run_with, shown};
 use crate::tamper::{self, Map, flip};
+use crate::{manifest, policy_files};
 
 const WORK: &str = "/tmp/work/mapping";
-
-/// The test library in `dir`.
-pub(crate) fn library(dir: &str) -> String {
-    format!("{dir}/{GUARD_LIBRARY}")
-}
-
-/// At most the first 200 characters of a program's output, for messages.
-fn shown(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(200) {
-        Some((end, _)) => format!("{:?}...", &text[..end]),
-        None => format!("{text:?}"),
-    }
-}
-
-/// Runs `path` with `args` and `env` added to the environment.
-fn run_with(path: &str, args: &[&str], env: &[(&str, &str)]) -> Result<std::process::Output, String> {
-    std::process::Command::new(path).args(args).envs(env.iter().copied()).output().context(&format!("exec {path}"))
-}
-
-/// The guard's state, as its control file says it.
-fn guard_status() -> Result<String, String> {
-    Ok(std::fs::read_to_string(control("guard")).context("read guard")?.trim_end().to_owned())
-}
 
 /// Writes to the `guard` control file that must each be refused with `EINVAL` and leave the
 /// guard `status` as it was: no descriptors, too few or too many, descriptors that are no BPF
@@ -68,24 +46,6 @@ fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
         ensure(guard_status()? == status, || format!("the guard is {:?} after writing {bad:?}", guard_status()))?;
     }
     Ok(())
-}
-
-/// Runs `elfsig-guard` and checks that it made the guard active.
-pub(crate) fn attach() -> Outcome {
-    let out = run_with(GUARD, &[], &[])?;
-    ensure(out.status.success(), || {
-        format!("elfsig-guard failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
-    })?;
-    ensure(guard_status()? == "active", || format!("the guard is {:?} after elfsig-guard", guard_status()))
-}
-
-/// [`attach`], with nothing else mapping files: its canary's refusal is the only one counted.
-pub(crate) fn attach_alone() -> Outcome {
-    let before = stats()?;
-    attach()?;
-    let after = stats()?;
-    // The canary: an unsigned (not even ELF) memfd, sealed, mapped executable, refused.
-    counters_grew(&before, &after, &[("mmap_denied", 1), ("malformed_elf", 1), ("mmap_guard_active", 1)])
 }
 
 /// The case that attaches the guard, early in the suite.
@@ -114,31 +74,6 @@ fn user_runs(env: &[(&str, &str)]) -> Outcome {
             shown(&out.stdout),
             shown(&out.stderr)
         )
-    })
-}
-
-/// Checks that running `path` (`args`, `env`) failed because a mapping was refused with
-/// `reason`: the program did not run with the library, and the counters say why.
-fn mapping_refused(path: &str, args: &[&str], env: &[(&str, &str)], reason: &str) -> Outcome {
-    let before = stats()?;
-    let out = run_with(path, args, env)?;
-    let after = stats()?;
-    let stdout = shown(&out.stdout);
-    ensure(!out.status.success(), || format!("{path} {args:?} with {env:?} succeeded, printing {stdout}"))?;
-    ensure(!out.stdout.starts_with(GUARD_LIBRARY_LOADED), || format!("the refused library ran: {stdout}"))?;
-    counters_grew(&before, &after, &[(reason, 1), ("mmap_denied", 1), ("denied", 0)])
-}
-
-/// `guard-probe dlopen PATH`: whether it loaded, with the counters' growth checked.
-pub(crate) fn dlopen_refused(path: &str, reason: &str) -> Outcome {
-    mapping_refused(GUARD_PROBE, &["dlopen", path], &[], reason)
-}
-
-pub(crate) fn dlopen_loads(path: &str) -> Outcome {
-    let out = run_with(GUARD_PROBE, &["dlopen", path], &[])?;
-    let expected = [GUARD_LIBRARY_LOADED, b"dlopen: ok\n"].concat();
-    ensure(out.status.success() && out.stdout == expected, || {
-        format!("dlopen of {path} exited {} printing {}", out.status, shown(&out.stdout))
     })
 }
 
@@ -203,11 +138,11 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("revoked_library_refused", || {
         dlopen_loads(&library(LIB_REVOKED))?;
         if elfsig_guest::on_distro_kernel() {
-            crate::signed_policy::apply("revoked-library", &["--serial", "1", "--revoke", &library(LIB_REVOKED)])?;
+            policy_files::apply("revoked-library", &["--serial", "1", "--revoke", &library(LIB_REVOKED)])?;
             dlopen_refused(&library(LIB_REVOKED), "revoked")?;
-            return crate::signed_policy::clear();
+            return policy_files::clear();
         }
-        let digest = manifest("revoke_lib_digest")?;
+        let digest = manifest::value("revoke_lib_digest")?;
         let signature = read(LIB_REVOCATION)?;
         let serial = keyring(".blacklist")?;
         system::add_key("blacklist", &format!("bin:{digest}"), &signature, serial).context("add blacklist key")?;
@@ -384,7 +319,7 @@ pub(crate) fn without_bpf_lsm() -> bool {
     suite.case("a_cached_verdict_is_checked_against_revocations", || {
         runs(REVOKEME, &[], Some(HELLO_OUTPUT))?;
         runs(REVOKEME, &[], Some(HELLO_OUTPUT))?;
-        let digest = manifest("revoke_digest")?;
+        let digest = manifest::value("revoke_digest")?;
         let blacklist = keyring(".blacklist")?;
         system::add_key("blacklist", &format!("bin:{digest}"), &read(REVOCATION)?, blacklist).context("revoke")?;
         let before = stats()?;

@@ -8,53 +8,12 @@ use elfsig_guest::harness::{
     Context, Outcome, Suite, control, counters_grew, ensure, kernel_log, refused, runs, stats,
 };
 use elfsig_guest::image::{
-    CERT, ELFSIG, HELLO_MODULE_KEY, HELLO_OTHER_KEY, HELLO_OUTPUT, KEY, LIB_POLICY_REVOKED, MODULE_CERT, OTHER_CERT,
-    POLICY_CERT, POLICY_KEY, POLICY_REVOKEME,
+    CERT, HELLO_MODULE_KEY, HELLO_OTHER_KEY, HELLO_OUTPUT, KEY, LIB_POLICY_REVOKED, MODULE_CERT, OTHER_CERT,
+    POLICY_REVOKEME,
 };
 
-use crate::mapping::{dlopen_loads, dlopen_refused, library};
-
-/// Where the cases write their policies.
-const DIR: &str = "/tmp/policies";
-
-/// Runs the CLI, which must succeed.
-fn elfsig(args: &[&str]) -> Outcome {
-    let out = std::process::Command::new(ELFSIG).args(args).output().context("run elfsig")?;
-    ensure(out.status.success(), || {
-        format!("elfsig {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())
-    })
-}
-
-/// `elfsig policy create` into `DIR/name`, signed by the policy key; returns the path.
-pub(crate) fn create(name: &str, args: &[&str]) -> Result<String, String> {
-    create_signed_by(name, args, POLICY_KEY, POLICY_CERT)
-}
-
-pub(crate) fn create_signed_by(name: &str, args: &[&str], key: &str, cert: &str) -> Result<String, String> {
-    std::fs::create_dir_all(DIR).context(DIR)?;
-    let path = format!("{DIR}/{name}");
-    let mut all = vec!["-q", "policy", "create", "--key", key, "--cert", cert, "-o", &path];
-    all.extend_from_slice(args);
-    elfsig(&all)?;
-    Ok(path)
-}
-
-/// Writes `bytes` to the `policy` control file in one write, as `elfsig policy load` does.
-pub(crate) fn write_policy(bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new().write(true).open(control("policy"))?;
-    let written = file.write(bytes)?;
-    if written == bytes.len() { Ok(()) } else { Err(std::io::Error::other("short write")) }
-}
-
-fn load(path: &str) -> Outcome {
-    write_policy(&std::fs::read(path).context(path)?).context(&format!("load {path}"))
-}
-
-/// What `policy` says: `none`, or its lines.
-fn loaded() -> Result<String, String> {
-    std::fs::read_to_string(control("policy")).context("read policy")
-}
+use crate::mapping_checks::{dlopen_loads, dlopen_refused, library};
+use crate::policy_files::{DIR, clear, create, create_signed_by, elfsig, load, loaded, write_policy};
 
 fn serial_loaded() -> Result<Option<u64>, String> {
     let text = loaded()?;
@@ -70,30 +29,6 @@ fn refused_with(bytes: &[u8], errno: i32, what: &str) -> Outcome {
     })?;
     let after = loaded()?;
     ensure(after == before, || format!("{what}: the policy went from {before:?} to {after:?}"))
-}
-
-/// Makes the policy `DIR/name` with `args` and loads it with the CLI.
-pub(crate) fn apply(name: &str, args: &[&str]) -> Outcome {
-    let path = create(name, args)?;
-    elfsig(&["-q", "policy", "load", &path])
-}
-
-/// Unloads the policy.
-pub(crate) fn clear() -> Outcome {
-    elfsig(&["-q", "policy", "clear"])?;
-    ensure(loaded()? == "none\n", || "clear left a policy".into())
-}
-
-/// `program`, signed by the key of `cert`, runs while a policy trusts `cert`, and is refused
-/// again once a newer policy does not (cached verdicts included); the policy cleared after.
-pub(crate) fn trusted_until_dropped(program: &str, cert: &str) -> Outcome {
-    refused(program)?;
-    apply("trusted", &["--serial", "1", "--trust", cert])?;
-    runs(program, &[], Some(HELLO_OUTPUT))?;
-    runs(program, &[], Some(HELLO_OUTPUT))?;
-    apply("dropped", &["--serial", "2"])?;
-    refused(program)?;
-    clear()
 }
 
 /// The cases, in order: they build on each other's policies.

@@ -9,14 +9,13 @@
 //! and the module is unloaded and reloaded (`disturb.rs`). Then the same execs run with
 //! allocations and the module's reads failing on purpose. Every exec is judged against what
 //! its file was at that moment (`judge.rs`). Afterwards the module must unload and the kernel
-//! must have reported nothing, kmemleak included (`checks.rs`).
+//! must have reported nothing, kmemleak included (`checks.rs`; the kernel log's check,
+//! `kernel_log.rs`, ends the test suite too).
 
 mod checks;
 mod disturb;
 mod judge;
 mod load;
-
-pub(crate) use checks::kernel_log_is_clean;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -49,7 +48,7 @@ pub(crate) fn run_all() -> bool {
         }
         system::load_module(Path::new(image::MODULE), "").context("load the module")?;
         system::AuditDaemon::register().context("register as the audit daemon")?.drain_forever();
-        crate::mapping::attach()
+        crate::guard_control::attach()
     });
     // The judge itself: a good file is seen loaded and running, a refused one not loaded, and
     // another signed program loaded and told apart from the good one.
@@ -155,8 +154,8 @@ pub(crate) fn run_all() -> bool {
         system::load_module(Path::new(image::MODULE), "").context("load the module")?;
         elfsig_guest::harness::write_control("loader", "deny").context("set loader deny")?;
         elfsig_guest::harness::write_control("lock", "1").context("lock")?;
-        crate::cases::locked_checks()
+        crate::locked::checks()
     });
-    suite.case("kernel_log_has_no_bug_warning_or_oops", checks::kernel_log_is_clean);
+    suite.case("kernel_log_has_no_bug_warning_or_oops", crate::kernel_log::is_clean);
     suite.run("elfsig: the stress suite")
 }

@@ -80,7 +80,7 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
             match by_policy {
                 true => shared.revocation.run(|| policies.revoke())?,
                 false => {
-                    let digest = crate::cases::manifest("revoke_digest")?;
+                    let digest = crate::manifest::value("revoke_digest")?;
                     let signature = read(image::REVOCATION)?;
                     let blacklist = keyring(".blacklist")?;
                     shared.revocation.run(|| {
@@ -110,7 +110,7 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
                 system::load_module(Path::new(image::MODULE), "").context("reload")?;
                 // What the boot hooks do: the policy, right after the module.
                 policies.reload()?;
-                crate::mapping::attach()
+                crate::guard_control::attach()
             })
         };
         shared.unenforced.fetch_add(1, Ordering::SeqCst);
@@ -166,7 +166,7 @@ impl ByPolicy {
         if self.revoked_slot {
             args.extend(["--revoke", slot.as_str()]);
         }
-        crate::signed_policy::apply(&format!("stress-{serial}"), &args)
+        crate::policy_files::apply(&format!("stress-{serial}"), &args)
     }
 }
 
