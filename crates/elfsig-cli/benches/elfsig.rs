@@ -10,6 +10,7 @@ use elfsig_cli::commands::verify::verify_file;
 use elfsig_cli::crypto::cert::{self, TrustedCert};
 use elfsig_cli::crypto::cms::RecordSigner;
 use elfsig_cli::crypto::key;
+use elfsig_cli::crypto::public_key::Algorithm;
 use elfsig_fixtures::{Class, Endian, Spec};
 use rayon::prelude::*;
 
@@ -23,7 +24,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let private_key = key::PrivateKey::generate(key::Algorithm::Rsa, 3072).unwrap();
+    let private_key = key::PrivateKey::generate(Algorithm::Rsa, 3072).unwrap();
     let certificate = cert::self_signed(&private_key, cert::parse_subject("CN=elfsig bench").unwrap()).unwrap();
     let cert_path = dir.path().join("bench.crt");
     std::fs::write(&cert_path, cert::to_pem(&certificate).unwrap()).unwrap();

@@ -130,13 +130,12 @@ pub struct PolicyCreateArgs {
 
 /// `elfsig policy sign`.
 #[derive(Debug, Args)]
+#[command(mut_arg("key", |key| key.help("The policy key: a file, or a `pkcs11:` URI, as for `sign`")))]
+#[command(mut_arg("cert", |cert| cert.help("The policy key's certificate")))]
 pub struct PolicySignArgs {
-    /// The policy key: a file, or a `pkcs11:` URI, as for `sign`.
-    #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
-    /// The policy key's certificate.
-    #[arg(long, value_name = "CERT")]
-    pub cert: PathBuf,
+    /// The policy key and its certificate.
+    #[command(flatten)]
+    pub signing: SigningKeyArgs,
     /// Write the signed policy here instead of replacing POLICY.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -183,13 +182,12 @@ pub enum DebCommand {
 
 /// `elfsig deb sign`.
 #[derive(Debug, Args)]
+#[command(mut_arg("key", |key| key.help("The private key, as for `sign`: a file, or a `pkcs11:` URI")))]
+#[command(mut_arg("cert", |cert| cert.help("The key's certificate (PEM or DER)")))]
 pub struct DebSignArgs {
-    /// The private key, as for `sign`: a file, or a `pkcs11:` URI.
-    #[arg(long, value_name = "KEY")]
-    pub key: PathBuf,
-    /// The key's certificate (PEM or DER).
-    #[arg(long, value_name = "CERT")]
-    pub cert: PathBuf,
+    /// The key and its certificate.
+    #[command(flatten)]
+    pub signing: SigningKeyArgs,
     /// Write the signed packages into DIR (a package found under a directory keeps its path
     /// below it) instead of replacing them.
     #[arg(short, long, value_name = "DIR")]
@@ -294,8 +292,8 @@ pub struct KeygenArgs {
     pub cert: PathBuf,
     /// The key's algorithm: RSA (the default, of --bits bits), or ECDSA on NIST P-256 or P-384
     /// (the kernel verifies ECDSA when built with CONFIG_CRYPTO_ECDSA).
-    #[arg(long, value_enum, default_value_t = crate::crypto::key::Algorithm::Rsa)]
-    pub algorithm: crate::crypto::key::Algorithm,
+    #[arg(long, value_enum, default_value_t = crate::crypto::public_key::Algorithm::Rsa)]
+    pub algorithm: crate::crypto::public_key::Algorithm,
     /// RSA key size (3072 when not given).
     #[arg(long, value_parser = parse_bits)]
     pub bits: Option<usize>,
@@ -314,6 +312,37 @@ pub struct KeygenArgs {
 /// `elfsig sign`.
 #[derive(Debug, Args)]
 pub struct SignArgs {
+    /// The key and its certificate.
+    #[command(flatten)]
+    pub signing: SigningKeyArgs,
+    /// Write the signed file here instead of replacing FILE (one FILE only).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The files to sign.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+}
+
+/// `elfsig verify`.
+#[derive(Debug, Args)]
+#[command(mut_arg("recursive", |recursive| recursive.help(
+    "Verify every ELF program and library under DIR (may be repeated), leaving alone what `sign --recursive` \
+     leaves alone"
+)))]
+#[command(mut_arg("files", |files| files.help("Files to verify")))]
+pub struct VerifyArgs {
+    /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
+    #[arg(long, value_name = "CERT", required = true)]
+    pub cert: Vec<PathBuf>,
+    /// The files to verify.
+    #[command(flatten)]
+    pub targets: TargetArgs,
+}
+
+/// `--key` and `--cert`, the key that signs and its certificate, as `sign` describes them;
+/// `deb sign` and `policy sign` take them alike and word their help their own way (`mut_arg`).
+#[derive(Debug, Args)]
+pub struct SigningKeyArgs {
     /// The private key: a file (PKCS#8, PKCS#1 or SEC1 PEM), or a `pkcs11:` URI naming a key
     /// on a token (RFC 7512: token=, object=, id=; pin-source=, module-path= or
     /// ELFSIG_PKCS11_MODULE; the PIN from pin-source, or ELFSIG_PKCS11_PIN).
@@ -322,29 +351,17 @@ pub struct SignArgs {
     /// The key's certificate (PEM or DER); it names the signer.
     #[arg(long, value_name = "CERT")]
     pub cert: PathBuf,
-    /// Write the signed file here instead of replacing FILE (one FILE only).
-    #[arg(short, long, value_name = "OUT")]
-    pub output: Option<PathBuf>,
+}
+
+/// FILE arguments and `--recursive` directories, as `sign` describes them; `verify` takes them
+/// alike and words their help its own way (`mut_arg`).
+#[derive(Debug, Args)]
+pub struct TargetArgs {
     /// Sign every ELF program and library under DIR (may be repeated); kernel modules, objects,
     /// debug files, firmware and files that are not ELF are left alone, and counted.
     #[arg(short, long, value_name = "DIR")]
     pub recursive: Vec<PathBuf>,
     /// Files to sign; signed files are re-signed, replacing their signature.
-    #[arg(value_name = "FILE", required_unless_present = "recursive")]
-    pub files: Vec<PathBuf>,
-}
-
-/// `elfsig verify`.
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
-    #[arg(long, value_name = "CERT", required = true)]
-    pub cert: Vec<PathBuf>,
-    /// Verify every ELF program and library under DIR (may be repeated), leaving alone what
-    /// `sign --recursive` leaves alone.
-    #[arg(short, long, value_name = "DIR")]
-    pub recursive: Vec<PathBuf>,
-    /// Files to verify.
     #[arg(value_name = "FILE", required_unless_present = "recursive")]
     pub files: Vec<PathBuf>,
 }

@@ -3,7 +3,9 @@
 
 pub mod cert;
 pub mod cms;
+pub mod ecdsa;
 pub mod key;
 pub mod pkcs11;
+pub mod public_key;
 pub mod signature;
 pub mod trust;

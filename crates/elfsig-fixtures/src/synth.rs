@@ -159,20 +159,6 @@ impl Spec {
         self.has_segments()
     }
 
-    /// Whether the file [`prints_hello`](Spec::prints_hello) and this host can execute it
-    /// directly: 64-bit little-endian on an x86-64 Linux host, 32-bit little-endian when the
-    /// kernel also runs i386 programs.
-    pub fn runs_here(&self) -> bool {
-        if !self.prints_hello() || !crate::system::host_is_x86_64_linux() {
-            return false;
-        }
-        match (self.class, self.endian) {
-            (Class::Elf64, Endian::Little) => true,
-            (Class::Elf32, Endian::Little) => crate::system::host_runs_i386(),
-            _ => false,
-        }
-    }
-
     /// Short unique name such as `elf64-le-exec-named`, `elf32-be-rel-nonames` or
     /// `elf64-le-dyn-named-x3-nosegments-trailing`.
     pub fn name(&self) -> String {

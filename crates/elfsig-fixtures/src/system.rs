@@ -1,12 +1,11 @@
-//! The machine the tests run on: where its programs are, where fixtures are cached, what it can
-//! execute, and how to execute a freshly written file reliably.
+//! The machine the tests run on: where its programs are, where fixtures are cached, and how to
+//! execute a freshly written file reliably.
 
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The distribution's program directories, in order.
@@ -75,30 +74,6 @@ pub fn cache_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     // Tidy `..` away so the paths in messages are readable.
     dir.canonicalize().unwrap_or(dir)
-}
-
-/// Whether this process runs on x86-64 Linux, the only host the synthetic and built programs
-/// execute on natively.
-pub(crate) fn host_is_x86_64_linux() -> bool {
-    cfg!(all(target_arch = "x86_64", target_os = "linux"))
-}
-
-/// Whether the kernel runs 32-bit x86 programs (`CONFIG_IA32_EMULATION`), found out once by
-/// running the synthetic 32-bit little-endian executable.
-pub fn host_runs_i386() -> bool {
-    static ANSWER: OnceLock<bool> = OnceLock::new();
-    *ANSWER.get_or_init(|| {
-        if !host_is_x86_64_linux() {
-            return false;
-        }
-        let spec = crate::Spec::new(crate::Class::Elf32, crate::Endian::Little);
-        let path = cache_dir().join(format!("i386-probe-{}", std::process::id()));
-        let ok = write_executable(&path, &crate::synth(&spec)).is_ok()
-            && run_program(&path, &[] as &[&str])
-                .is_ok_and(|out| out.status.success() && out.stdout == crate::HELLO_OUTPUT);
-        let _ = std::fs::remove_file(&path);
-        ok
-    })
 }
 
 /// Writes `bytes` to `path` with mode 0755, replacing any existing file atomically (through a

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use crate::architecture::Machines;
 use crate::cli::{DebArgs, DebCommand, DebSignArgs, DebVerifyArgs};
+use crate::crypto::cert;
 use crate::crypto::cms::RecordSigner;
-use crate::crypto::{cert, key};
 use crate::deb::{check, resign};
 use crate::error::Error;
 use crate::output::{self, Outcome, Verbosity};
@@ -25,8 +25,7 @@ pub fn run(args: &DebArgs, quiet: bool) -> Result<ExitCode, Error> {
 
 fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
     known_architecture(&args.architecture)?;
-    let certificate = cert::load_one(&args.cert)?;
-    let signer = RecordSigner::new(key::open(&args.key, Some(&certificate.public_key))?, &certificate)?;
+    let signer = RecordSigner::open(&args.signing.key, &args.signing.cert)?;
     let packages = packages(&args.packages)?;
     if let Some(dir) = &args.output_dir {
         let mut seen = BTreeMap::new();

@@ -11,8 +11,9 @@ use tempfile::NamedTempFile;
 
 use crate::cli::KeygenArgs;
 use crate::crypto::cert;
-use crate::crypto::key::{self, Algorithm, PrivateKey};
+use crate::crypto::key::{self, PrivateKey};
 use crate::crypto::pkcs11::TokenKey;
+use crate::crypto::public_key::Algorithm;
 use crate::error::Error;
 
 /// RSA keys' size when `--bits` does not say.

@@ -21,7 +21,6 @@ use crate::cli::{
 };
 use crate::crypto::cert::{self, TrustedCert};
 use crate::crypto::cms::{self, RecordSigner, SignerId};
-use crate::crypto::key;
 use crate::elf_file::{self, OpenFile};
 use crate::error::Error;
 use crate::hex;
@@ -155,7 +154,7 @@ fn create(args: &PolicyCreateArgs, quiet: bool) -> Result<(), Error> {
 fn sign(args: &PolicySignArgs, quiet: bool) -> Result<(), Error> {
     let read = Read::from(&args.policy)?;
     let Parts { body, policy, .. } = read.parts()?;
-    let bytes = signed(body, &args.key, &args.cert)?;
+    let bytes = signed(body, &args.signing.key, &args.signing.cert)?;
     let output = args.output.as_deref().unwrap_or(&args.policy);
     write(output, &bytes)?;
     if !quiet {
@@ -166,8 +165,7 @@ fn sign(args: &PolicySignArgs, quiet: bool) -> Result<(), Error> {
 
 /// `body`, its detached signature by `key` for `cert`, and the trailer.
 fn signed(body: &[u8], key_path: &Path, cert_path: &Path) -> Result<Vec<u8>, Error> {
-    let certificate = cert::load_one(cert_path)?;
-    let signer = RecordSigner::new(key::open(key_path, Some(&certificate.public_key))?, &certificate)?;
+    let signer = RecordSigner::open(key_path, cert_path)?;
     let signature = signer.sign(body)?;
     let trailer =
         policy::write_trailer(signature.len()).ok_or_else(|| Error::msg("the signature is too long for a policy"))?;

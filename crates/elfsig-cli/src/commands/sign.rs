@@ -9,9 +9,8 @@ use elfsig_core::view::SignedView;
 use elfsig_core::{Payload, ReadAt, SignedLayout};
 use sha2::{Digest, Sha256};
 
-use crate::cli::SignArgs;
+use crate::cli::{SignArgs, TargetArgs};
 use crate::crypto::cms::RecordSigner;
-use crate::crypto::{cert, key};
 use crate::elf_file::{self, OpenFile, Signature};
 use crate::error::Error;
 use crate::links::Names;
@@ -23,12 +22,12 @@ use crate::walk;
 
 /// Runs the command.
 pub fn run(args: &SignArgs, quiet: bool) -> Result<ExitCode, Error> {
-    if args.output.is_some() && (args.files.len() != 1 || !args.recursive.is_empty()) {
+    let TargetArgs { recursive, files } = &args.targets;
+    if args.output.is_some() && (files.len() != 1 || !recursive.is_empty()) {
         return Err(Error::Usage("--output takes exactly one FILE and no --recursive".into()));
     }
-    let certificate = cert::load_one(&args.cert)?;
-    let signer = RecordSigner::new(key::open(&args.key, Some(&certificate.public_key))?, &certificate)?;
-    let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
+    let signer = RecordSigner::open(&args.signing.key, &args.signing.cert)?;
+    let (targets, explicit) = walk::targets(files, recursive)?;
     // Several names of one file are signed once, under the first; the others are linked to the
     // signed file afterwards.
     let names = args.output.is_none().then(|| Names::of(&targets));

@@ -21,7 +21,7 @@ pub fn run(args: &VerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
     for path in &args.cert {
         trusted.extend(cert::load(path)?);
     }
-    let (targets, explicit) = walk::targets(&args.files, &args.recursive)?;
+    let (targets, explicit) = walk::targets(&args.targets.files, &args.targets.recursive)?;
     Ok(output::run_all(&targets, Verbosity::from_quiet(quiet), "verified", |index, path| {
         if let Some(skip) = (index >= explicit).then(|| Skip::classify(path)).flatten() {
             return Outcome::Skipped(skip);

@@ -19,7 +19,8 @@ use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
 use x509_cert::time::{Time, Validity};
 
-use crate::crypto::key::{PrivateKey, PublicKey};
+use crate::crypto::key::PrivateKey;
+use crate::crypto::public_key::PublicKey;
 use crate::error::Error;
 
 /// Subject used when `keygen` is given none.

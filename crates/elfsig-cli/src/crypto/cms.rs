@@ -1,7 +1,9 @@
 //! The PKCS#7 / CMS `SignedData` that signs a record, in the shape the kernel's
 //! `verify_pkcs7_signature()` accepts for module signatures: content type `data`, detached
 //! content, no signed attributes, no certificates, one signer named by issuer and serial number,
-//! SHA-256 with RSA PKCS#1 v1.5 or ECDSA (the values: `signature.rs`).
+//! SHA-256 with RSA PKCS#1 v1.5 or ECDSA (the values: `signature.rs`, `ecdsa.rs`).
+
+use std::path::Path;
 
 use cms::cert::IssuerAndSerialNumber;
 use cms::content_info::{CmsVersion, ContentInfo};
@@ -14,8 +16,8 @@ use spki::AlgorithmIdentifierOwned;
 use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
 
-use crate::crypto::cert::TrustedCert;
-use crate::crypto::key::PrivateKey;
+use crate::crypto::cert::{self, TrustedCert};
+use crate::crypto::key::{self, PrivateKey};
 use crate::crypto::signature::SignatureAlgorithm;
 use crate::error::Error;
 
@@ -48,6 +50,13 @@ impl RecordSigner {
         });
         let encoded_len = encode(&signer, key.signature_algorithm(), vec![0; key.signature_len()])?.len();
         Ok(RecordSigner { key, signer, encoded_len })
+    }
+
+    /// The signer `--key` and `--cert` name: the certificate is read first, and the key (a file,
+    /// or a key on a token) must be the one it certifies.
+    pub fn open(key_path: &Path, cert_path: &Path) -> Result<Self, Error> {
+        let certificate = cert::load_one(cert_path)?;
+        RecordSigner::new(key::open(key_path, Some(&certificate.public_key))?, &certificate)
     }
 
     /// Length of every blob this signer makes: every signature value of a key has the same
@@ -226,7 +235,7 @@ impl ParsedSignature {
     pub fn key_bits(&self) -> usize {
         match self.algorithm {
             SignatureAlgorithm::Rsa => self.signature.len().saturating_mul(8),
-            SignatureAlgorithm::Ecdsa => crate::crypto::signature::ecdsa_bits(self.signature.len()).unwrap_or(0),
+            SignatureAlgorithm::Ecdsa => crate::crypto::ecdsa::ecdsa_bits(self.signature.len()).unwrap_or(0),
         }
     }
 

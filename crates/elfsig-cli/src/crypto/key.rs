@@ -1,35 +1,28 @@
-//! Signing keys, RSA and ECDSA (P-256, P-384): generation, loading, and the public keys
-//! certificates carry.
+//! Private keys, RSA and ECDSA (P-256, P-384), in files or on PKCS#11 tokens: generation,
+//! loading, and signing in elfsig's one encoding.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use const_oid::ObjectIdentifier;
-use const_oid::db::rfc5912::{ID_EC_PUBLIC_KEY, RSA_ENCRYPTION, SECP_256_R_1, SECP_384_R_1};
-use pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
+use const_oid::db::rfc5912::SHA_256_WITH_RSA_ENCRYPTION;
+use der::Any;
+use p256::ecdsa::signature::hazmat::RandomizedPrehashSigner;
+use pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
+use rsa::RsaPrivateKey;
+use rsa::signature::{SignatureEncoding, Signer as _};
 use rsa::traits::PublicKeyParts;
-use rsa::{RsaPrivateKey, RsaPublicKey};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
+use spki::AlgorithmIdentifierOwned;
 use zeroize::Zeroizing;
 
+use crate::crypto::ecdsa::{P256_LEN, P384_LEN, fixed_len, p256_value, p384_value};
 use crate::crypto::pkcs11::{Pkcs11Uri, TokenKey};
+use crate::crypto::public_key::{Algorithm, PublicKey, key_type};
+use crate::crypto::signature::SignatureAlgorithm;
 use crate::error::Error;
 
 /// Key sizes `keygen` offers for RSA.
 pub const KEY_BITS: [usize; 3] = [2048, 3072, 4096];
-
-/// What `keygen --algorithm` makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Algorithm {
-    /// RSA, of `--bits` bits (3072 by default).
-    Rsa,
-    /// ECDSA on NIST P-256.
-    #[value(name = "ecdsa-p256")]
-    EcdsaP256,
-    /// ECDSA on NIST P-384.
-    #[value(name = "ecdsa-p384")]
-    EcdsaP384,
-}
 
 /// A private key, ready to sign (made once, not for every signature): in memory, or on a PKCS#11
 /// token.
@@ -43,17 +36,6 @@ pub enum PrivateKey {
     P384(p384::ecdsa::SigningKey),
     /// A key on a token, of either kind.
     Token(Arc<TokenKey>),
-}
-
-/// A public key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PublicKey {
-    /// RSA.
-    Rsa(RsaPublicKey),
-    /// ECDSA on P-256.
-    P256(p256::ecdsa::VerifyingKey),
-    /// ECDSA on P-384.
-    P384(p384::ecdsa::VerifyingKey),
 }
 
 impl PrivateKey {
@@ -96,65 +78,53 @@ impl PrivateKey {
             PrivateKey::Token(key) => key.public_key().clone(),
         }
     }
-}
 
-impl PublicKey {
-    /// Decodes a SubjectPublicKeyInfo: an RSA key, or an EC key on P-256 or P-384 (the curves
-    /// the kernel verifies; elfsig refuses P-521 and others).
-    pub fn from_spki_der(der: &[u8]) -> Result<PublicKey, String> {
-        let spki = spki::SubjectPublicKeyInfoRef::try_from(der).map_err(|e| format!("not a public key: {e}"))?;
-        match key_type(spki.algorithm.oid, spki.algorithm.parameters_oid().ok())? {
-            Algorithm::Rsa => RsaPublicKey::from_public_key_der(der).map(PublicKey::Rsa).map_err(|e| e.to_string()),
-            Algorithm::EcdsaP256 => {
-                p256::ecdsa::VerifyingKey::from_public_key_der(der).map(PublicKey::P256).map_err(|e| e.to_string())
+    /// The signature values' algorithm.
+    pub fn signature_algorithm(&self) -> SignatureAlgorithm {
+        match self {
+            PrivateKey::Rsa(_) => SignatureAlgorithm::Rsa,
+            PrivateKey::P256(_) | PrivateKey::P384(_) => SignatureAlgorithm::Ecdsa,
+            PrivateKey::Token(key) => key.public_key().signature_algorithm(),
+        }
+    }
+
+    /// The length of every signature value [`Self::sign`] makes.
+    pub fn signature_len(&self) -> usize {
+        match self {
+            PrivateKey::Rsa(key) => (**key).as_ref().size(),
+            PrivateKey::P256(_) => P256_LEN,
+            PrivateKey::P384(_) => P384_LEN,
+            PrivateKey::Token(key) => key.public_key().signature_len(),
+        }
+    }
+
+    /// Signs `message` (hashed with SHA-256) in elfsig's one encoding.
+    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
+        let failed = |e: rsa::signature::Error| Error::msg(format!("signing failed: {e}"));
+        let mut rng = rand::rngs::OsRng;
+        match self {
+            PrivateKey::Rsa(key) => Ok(key.try_sign(message).map_err(failed)?.to_vec()),
+            PrivateKey::P256(key) => {
+                let digest = Sha256::digest(message);
+                fixed_len(P256_LEN, || Ok(p256_value(key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?)))
             }
-            Algorithm::EcdsaP384 => {
-                p384::ecdsa::VerifyingKey::from_public_key_der(der).map(PublicKey::P384).map_err(|e| e.to_string())
+            PrivateKey::P384(key) => {
+                let digest = Sha256::digest(message);
+                fixed_len(P384_LEN, || Ok(p384_value(key.sign_prehash_with_rng(&mut rng, &digest).map_err(failed)?)))
             }
+            PrivateKey::Token(key) => key.sign(message),
         }
     }
 
-    /// The SubjectPublicKeyInfo, DER (EC points uncompressed, as the kernel requires).
-    pub fn to_spki_der(&self) -> Result<Vec<u8>, Error> {
-        match self {
-            PublicKey::Rsa(key) => key.to_public_key_der(),
-            PublicKey::P256(key) => key.to_public_key_der(),
-            PublicKey::P384(key) => key.to_public_key_der(),
+    /// The certificate signature algorithm for this key: `sha256WithRSAEncryption` or
+    /// `ecdsa-with-SHA256`.
+    pub fn certificate_algorithm(&self) -> AlgorithmIdentifierOwned {
+        match self.signature_algorithm() {
+            SignatureAlgorithm::Rsa => {
+                AlgorithmIdentifierOwned { oid: SHA_256_WITH_RSA_ENCRYPTION, parameters: Some(Any::null()) }
+            }
+            SignatureAlgorithm::Ecdsa => SignatureAlgorithm::Ecdsa.identifier(),
         }
-        .map(|doc| doc.into_vec())
-        .map_err(|e| Error::msg(format!("cannot encode the public key: {e}")))
-    }
-
-    /// Its algorithm.
-    pub fn algorithm(&self) -> Algorithm {
-        match self {
-            PublicKey::Rsa(_) => Algorithm::Rsa,
-            PublicKey::P256(_) => Algorithm::EcdsaP256,
-            PublicKey::P384(_) => Algorithm::EcdsaP384,
-        }
-    }
-
-    /// What the key is, as `inspect` and `keygen` name it: `RSA-3072`, `ECDSA P-256`.
-    pub fn name(&self) -> String {
-        match self {
-            PublicKey::Rsa(key) => format!("RSA-{}", key.size() * 8),
-            PublicKey::P256(_) => "ECDSA P-256".into(),
-            PublicKey::P384(_) => "ECDSA P-384".into(),
-        }
-    }
-}
-
-/// The algorithm a key's OIDs name: rsaEncryption, or id-ecPublicKey on P-256 or P-384.
-fn key_type(oid: ObjectIdentifier, curve: Option<ObjectIdentifier>) -> Result<Algorithm, String> {
-    match (oid, curve) {
-        (RSA_ENCRYPTION, _) => Ok(Algorithm::Rsa),
-        (ID_EC_PUBLIC_KEY, Some(SECP_256_R_1)) => Ok(Algorithm::EcdsaP256),
-        (ID_EC_PUBLIC_KEY, Some(SECP_384_R_1)) => Ok(Algorithm::EcdsaP384),
-        (ID_EC_PUBLIC_KEY, curve) => Err(format!(
-            "an EC key on {}: elfsig signs with P-256 and P-384",
-            curve.map_or_else(|| "no named curve".into(), |c| c.to_string())
-        )),
-        (other, _) => Err(format!("a key of type {other}, neither RSA nor EC")),
     }
 }
 
@@ -260,11 +230,30 @@ mod tests {
     }
 
     #[test]
-    fn names_what_it_cannot_use() {
-        assert_eq!(key_type(RSA_ENCRYPTION, None), Ok(Algorithm::Rsa));
-        let p521 = const_oid::db::rfc5912::SECP_521_R_1;
-        assert!(key_type(ID_EC_PUBLIC_KEY, Some(p521)).unwrap_err().contains("P-256 and P-384"));
-        let ed25519 = const_oid::db::rfc8410::ID_ED_25519;
-        assert!(key_type(ed25519, None).unwrap_err().contains("neither RSA nor EC"));
+    fn every_key_signs_at_its_fixed_length_and_verifies() {
+        for algorithm in [Algorithm::Rsa, Algorithm::EcdsaP256, Algorithm::EcdsaP384] {
+            let key = PrivateKey::generate(algorithm, 2048).unwrap();
+            let public = key.public_key();
+            for i in 0..20u8 {
+                let message = [i; 40];
+                let value = key.sign(&message).unwrap();
+                assert_eq!(value.len(), key.signature_len(), "{algorithm:?}");
+                assert!(public.verifies(key.signature_algorithm(), &message, &value));
+                assert!(!public.verifies(key.signature_algorithm(), &[i; 41], &value));
+            }
+        }
+    }
+
+    #[test]
+    fn ecdsa_refuses_high_s_and_the_wrong_algorithm() {
+        let key = PrivateKey::generate(Algorithm::EcdsaP256, 0).unwrap();
+        let value = key.sign(b"record").unwrap();
+        let signature = p256::ecdsa::Signature::from_der(&value).unwrap();
+        // The same signature with n - s: valid ECDSA, not elfsig's encoding.
+        let (r, s) = signature.split_scalars();
+        let high = p256::ecdsa::Signature::from_scalars(r, -*s).unwrap();
+        let high = high.to_der().as_bytes().to_vec();
+        assert!(!key.public_key().verifies(SignatureAlgorithm::Ecdsa, b"record", &high));
+        assert!(!key.public_key().verifies(SignatureAlgorithm::Rsa, b"record", &value));
     }
 }

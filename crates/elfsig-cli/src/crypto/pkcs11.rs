@@ -22,8 +22,8 @@ use rsa::BigUint;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use crate::crypto::key::{Algorithm, PublicKey};
-use crate::crypto::signature;
+use crate::crypto::ecdsa;
+use crate::crypto::public_key::{Algorithm, PublicKey};
 use crate::error::Error;
 use uri::Pin;
 pub use uri::Pkcs11Uri;
@@ -270,11 +270,11 @@ impl TokenKey {
         };
         match self.algorithm {
             Algorithm::Rsa => raw(&Mechanism::RsaPkcs, &[SHA256_DIGEST_INFO, digest].concat()),
-            Algorithm::EcdsaP256 => signature::fixed_len(self.public.signature_len(), || {
-                Ok(signature::p256_value(p256::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
+            Algorithm::EcdsaP256 => ecdsa::fixed_len(self.public.signature_len(), || {
+                Ok(ecdsa::p256_value(p256::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
             }),
-            Algorithm::EcdsaP384 => signature::fixed_len(self.public.signature_len(), || {
-                Ok(signature::p384_value(p384::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
+            Algorithm::EcdsaP384 => ecdsa::fixed_len(self.public.signature_len(), || {
+                Ok(ecdsa::p384_value(p384::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
             }),
         }
     }
