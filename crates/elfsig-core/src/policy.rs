@@ -1,7 +1,8 @@
 //! The signed policy: what a host revokes and trusts beyond the keys the module was built with,
 //! with a serial number, signed by a policy key. The kernel module parses it from a control file
 //! written by root (and by the initramfs at boot), so it is read here, bounded and without
-//! allocating; the CLI writes it with [`write_body`] and [`write_trailer`].
+//! allocating. The CLI writes it with `write_body` and `write_trailer`, which only the `signer`
+//! feature compiles: the kernel never writes a policy.
 //!
 //! Layout (all integers little-endian):
 //!
@@ -28,7 +29,9 @@
 use core::cmp::Ordering;
 
 use super::der;
-use super::endian::{array_at, put_at, Endian, Fields};
+#[cfg(feature = "signer")]
+use super::endian::put_at;
+use super::endian::{array_at, Endian, Fields};
 use super::{MAX_CMS_LEN, MIN_CMS_LEN};
 
 /// First bytes of every policy.
@@ -319,6 +322,7 @@ impl<'a> SignedPolicy<'a> {
 
 /// The length of the body of a policy with `counts` and certificates of `cert_bytes` bytes in
 /// all (without their length fields).
+#[cfg(feature = "signer")]
 pub fn body_len(counts: Counts, cert_bytes: usize) -> Option<usize> {
     let digests = usize::try_from(counts.digests).ok()?.checked_mul(DIGEST_LEN)?;
     let certs = usize::try_from(counts.revoked_certs.checked_add(counts.trusted_certs)?).ok()?.checked_mul(4)?;
@@ -328,6 +332,7 @@ pub fn body_len(counts: Counts, cert_bytes: usize) -> Option<usize> {
 /// Writes a body into `out`, which must be exactly [`body_len`] long: `digests` must be strictly
 /// ascending, and each certificate one DER SEQUENCE of at most [`MAX_CERT_LEN`] bytes. `None`
 /// when anything does not hold, or does not fit.
+#[cfg(feature = "signer")]
 pub fn write_body(
     out: &mut [u8],
     serial: u64,
@@ -383,6 +388,7 @@ pub fn write_body(
 }
 
 /// The trailer that follows a signature of `signature_len` bytes.
+#[cfg(feature = "signer")]
 pub fn write_trailer(signature_len: usize) -> Option<[u8; TRAILER_LEN]> {
     let mut trailer = [0u8; TRAILER_LEN];
     put_at(&mut trailer, 0, &u32::try_from(signature_len).ok()?.to_le_bytes())?;
@@ -390,7 +396,9 @@ pub fn write_trailer(signature_len: usize) -> Option<[u8; TRAILER_LEN]> {
     Some(trailer)
 }
 
+// The tests make their policies with the writer.
 #[cfg(test)]
+#[cfg(feature = "signer")]
 mod tests {
     extern crate alloc;
     use super::*;
