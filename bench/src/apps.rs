@@ -9,7 +9,8 @@ use std::time::Instant;
 use elfsig_guest::harness::Context;
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit_totals, exec_us, progress, totals};
+use crate::measure::exec_us;
+use crate::rounds::{Effort, Totals};
 
 /// 20 pipelines of four short commands; `$1` is the directory of the programs, `$2` is `cold`
 /// to flush the verdict cache before each pipeline.
@@ -64,20 +65,17 @@ fn clear(path: &str) -> Result<(), String> {
     std::fs::create_dir_all(path).context(&format!("create {path}"))
 }
 
-/// Runs the suite.
+/// Runs the suite: each run one slice.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     setup(effort.pick(36, 36, 4))?;
-    let runs = effort.pick(40, 6, 1);
-    for run in effort.rounds(runs) {
-        progress(&format!("apps run {}/{runs}", run + 1));
-        let times = totals(&switch.interleave(run, 1, prepare, measure)?);
-        emit_totals("apps", &CASES, run, &times, "ms");
-    }
-    Ok(())
+    SUITE.measure(switch, effort, (effort.pick(40, 6, 1), 1), prepare, measure)
 }
 
 /// The workloads, in the order `measure` runs them.
 const CASES: [&str; 4] = ["rsync-tree", "tar-create", "tar-extract", "shell-pipeline-80-execs"];
+
+/// How the suite records its totals: milliseconds per run.
+const SUITE: Totals<'_> = Totals { suite: "apps", round: "run", cases: &CASES, unit: "ms" };
 
 /// Executes every program the workloads use once.
 fn prepare(config: Config) -> Result<(), String> {

@@ -24,8 +24,8 @@ use elfsig_guest::harness::{self, Context, Stats, ensure};
 use elfsig_guest::image;
 use elfsig_guest::image::GATE_HOOK;
 
+use crate::console::emit;
 use crate::ima;
-use crate::measure::emit;
 
 const SUITE: &str = "boot";
 /// Left by [`load_ima`], in the initramfs's `/run`, which becomes the root's.

@@ -15,6 +15,8 @@
 use elfsig_guest::harness::write_control;
 use elfsig_guest::{image, system};
 
+use crate::console::progress;
+
 /// Owner of the files IMA appraises.
 pub(crate) const IMA_UID: u32 = 4242;
 
@@ -125,7 +127,7 @@ impl Switch {
         let mut all = Vec::with_capacity(slices);
         for slice in 0..slices {
             if slices > 1 {
-                crate::measure::progress(&format!("  slice {}/{slices}", slice + 1));
+                progress(&format!("  slice {}/{slices}", slice + 1));
             }
             let mut values: [Vec<f64>; 4] = Default::default();
             for config in Config::order(round + slice) {

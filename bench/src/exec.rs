@@ -3,7 +3,9 @@
 //! program signed with RSA-3072 and with ECDSA P-256, each exec cold (suite `keys`).
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, exec_loop, exec_us, progress, totals};
+use crate::console::emit;
+use crate::measure::{exec_loop, exec_us};
+use crate::rounds::{Effort, totals};
 use elfsig_guest::image;
 
 /// The suite the algorithm comparison reports as.
@@ -14,8 +16,7 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let slices = effort.pick(10, 10, 2);
     let per_slice = effort.pick(200, 20, 2);
     let rounds = effort.pick(5, 5, 1);
-    for run in effort.rounds(rounds) {
-        progress(&format!("exec run {}/{rounds}", run + 1));
+    for run in effort.announced("exec run", rounds) {
         let totals = totals(&switch.interleave(
             run,
             slices,
@@ -36,8 +37,7 @@ fn keys(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let (slices, per_slice) = (effort.pick(10, 10, 2), effort.pick(100, 10, 2));
     switch.enter(Config::ElfsigCold)?;
     let rounds = effort.pick(5, 5, 1);
-    for run in effort.rounds(rounds) {
-        progress(&format!("keys run {}/{rounds}", run + 1));
+    for run in effort.announced("keys run", rounds) {
         let mut totals = [0.0; 2];
         for slice in 0..slices {
             for i in [slice % 2, 1 - slice % 2] {

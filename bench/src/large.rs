@@ -10,8 +10,10 @@ use elfsig_core::ElfFile;
 use elfsig_guest::harness::{Context, grew, stats};
 
 use crate::config::{Config, Switch};
+use crate::console::{emit, progress};
 use crate::ima;
-use crate::measure::{Effort, emit, exec_us, progress};
+use crate::measure::exec_us;
+use crate::rounds::Effort;
 
 const PROGRAM: &str = "large";
 

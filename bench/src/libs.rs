@@ -8,7 +8,8 @@
 use elfsig_guest::image;
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, emit_totals, exec_ok_us, progress, totals};
+use crate::measure::exec_ok_us;
+use crate::rounds::{Effort, Totals};
 
 /// The cases, in the order [`measure`] runs them.
 const CASES: [&str; 2] = ["dlopen-50-libraries", "python-12-extensions"];
@@ -47,24 +48,18 @@ fn measure(config: Config, count: usize) -> Result<Vec<f64>, String> {
         .collect()
 }
 
+/// How the suite records its totals.
+const SUITE: Totals<'_> = Totals { suite: "libs", round: "round", cases: &CASES, unit: "us" };
+
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    let rounds = effort.pick(4, 2, 1);
-    let slices = effort.pick(5, 2, 1);
-    let per_slice = effort.pick(5, 2, 1);
-    if effort.first() {
-        emit("meta", "libs-execs-per-case", "-", 0, (rounds * slices * per_slice) as f64, "execs");
-    }
-    for round in effort.rounds(rounds) {
-        progress(&format!("libs round {}/{rounds}", round + 1));
-        let slices = switch.interleave(
-            round,
-            slices,
-            |config| measure(config, 1).map(drop),
-            |config| measure(config, per_slice),
-        )?;
-        let totals = totals(&slices);
-        emit_totals("libs", &CASES, round, &totals, "us");
-    }
-    Ok(())
+    let (rounds, slices, per_slice) = (effort.pick(4, 2, 1), effort.pick(5, 2, 1), effort.pick(5, 2, 1));
+    effort.record_execs("libs-execs-per-case", rounds * slices * per_slice);
+    SUITE.measure(
+        switch,
+        effort,
+        (rounds, slices),
+        |config| measure(config, 1).map(drop),
+        |config| measure(config, per_slice),
+    )
 }

@@ -14,17 +14,19 @@
 mod apps;
 mod boot;
 mod config;
+mod console;
 mod coreutils;
 mod exec;
 mod ima;
 mod large;
 mod libs;
 mod measure;
+mod rounds;
 mod unixbench;
 
 use config::{Config, Switch};
 use elfsig_guest::image;
-use measure::Effort;
+use rounds::Effort;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -63,7 +65,7 @@ fn main() {
 /// translation of every code path), which would count against whichever configuration came
 /// first.
 fn warm_up(switch: &mut Switch, effort: Effort) -> Result<(), String> {
-    measure::progress("warming up");
+    console::progress("warming up");
     for config in Config::ALL {
         switch.enter(config)?;
         for program in coreutils::PROGRAMS {
@@ -95,8 +97,8 @@ fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let start_clock = clocksource();
-    measure::progress(&format!("clocksource {start_clock}"));
-    measure::progress("setting up IMA");
+    console::progress(&format!("clocksource {start_clock}"));
+    console::progress("setting up IMA");
     ima::setup()?;
     let mut switch = Switch::default();
     warm_up(&mut switch, effort)?;
@@ -119,6 +121,6 @@ fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
     if end_clock != start_clock {
         return Err(format!("the clocksource changed from {start_clock} to {end_clock} during the run"));
     }
-    measure::emit("meta", "clocksource-is-tsc", "-", effort.index, f64::from(u8::from(end_clock == "tsc")), "bool");
+    console::emit("meta", "clocksource-is-tsc", "-", effort.index, f64::from(u8::from(end_clock == "tsc")), "bool");
     Ok(())
 }

@@ -12,7 +12,8 @@ use elfsig_guest::harness::Context;
 use elfsig_guest::system;
 
 use crate::config::{Config, Switch};
-use crate::measure::{Effort, emit, progress};
+use crate::console::emit;
+use crate::rounds::Effort;
 
 /// The shell script each of the 8 concurrent shells runs: a few coreutils over a word list,
 /// like UnixBench's. `$1` is the directory of the programs; `$2` is `cold` to flush the verdict
@@ -57,8 +58,7 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let slices = effort.pick(3, 2, 1);
     let limit = Duration::from_secs_f64(effort.pick(0.5, 0.25, 0.05));
     let rounds = effort.pick(4, 2, 1);
-    for round in effort.rounds(rounds) {
-        progress(&format!("unixbench round {}/{rounds}", round + 1));
+    for round in effort.announced("unixbench round", rounds) {
         let measured = switch.interleave(round, slices, prepare, |config| {
             let mut rates = Vec::with_capacity(TESTS.len());
             for buf in [4096, 1024, 256] {
