@@ -13,6 +13,7 @@
 
 mod boot;
 mod chart;
+mod figure;
 pub mod native;
 mod report;
 mod results;
@@ -23,6 +24,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
+use self::figure::figure;
 use crate::cmd::Cmd;
 use crate::deps::{self, Need};
 use crate::vm::{self, Kernels, qemu};
@@ -321,14 +323,6 @@ fn measure_boot(
     let start = Instant::now();
     let (results, accel) = boot::measure(image, effort, clock)?;
     Ok((results, accel, start.elapsed().as_secs_f64()))
-}
-
-/// How the report names the figure a guest clock gives, and what its files' names end with.
-pub fn figure(clock: qemu::Clock) -> (&'static str, &'static str) {
-    match clock {
-        qemu::Clock::Instructions => ("instructions", "-instructions"),
-        qemu::Clock::Host => ("host time", ""),
-    }
 }
 
 /// One kernel's bench VMs: what they boot, and which kernel the report says it is.

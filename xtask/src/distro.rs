@@ -14,6 +14,8 @@
 
 mod archive;
 mod bench;
+mod ext4;
+mod files;
 pub mod image;
 mod policy;
 mod secure_boot;
@@ -134,7 +136,7 @@ pub fn test() -> Result {
     let kept = dir.join("distro-upgrade.qcow2");
     qemu::overlay(&signed.disk, &kept)?;
     let upgrading = format!("{with_tools} {DISTRO_UPGRADE}=upgrade");
-    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", image::FS_UUID, &upgrading)?;
+    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", ext4::FS_UUID, &upgrading)?;
     let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &upgrading);
     secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
     secure.disk = Some(qemu::Disk::Kept(&kept));
@@ -165,7 +167,7 @@ pub fn test() -> Result {
     let mut boots = vec![system_boot(&unsigned, &unsigned.initrd, "distro-discover", &discover)];
     let rebooted = format!("{with_tools} {DISTRO_UPGRADE}=upgraded");
     let upgraded_disks = match enforced {
-        Ok(()) => Some(secure_boot::boot_disks(firmware, &dir, "distro-upgraded", image::FS_UUID, &rebooted)?),
+        Ok(()) => Some(secure_boot::boot_disks(firmware, &dir, "distro-upgraded", ext4::FS_UUID, &rebooted)?),
         Err(_) => None,
     };
     if let Some((vars, esp)) = &upgraded_disks {

@@ -5,6 +5,7 @@ pub mod cpio;
 pub mod initramfs;
 pub mod qemu;
 pub mod real;
+pub mod staged;
 
 use crate::Result;
 use crate::deps::Need;

@@ -18,6 +18,7 @@
 use elfsig_guest::image::BOOT_BENCH;
 use elfsig_guest::image::BenchEffort;
 
+use super::figure::figure;
 use super::results::{Record, Results, median};
 use crate::distro::image::Image;
 use crate::vm::qemu;
@@ -56,7 +57,7 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
     // side by side instead, once each, as one run.
     let (vms, steps, runs_per_round) =
         if effort == BenchEffort::Smoke { (CONFIGS.len(), 1, 1) } else { (VMS, CONFIGS.len(), VMS) };
-    let figure = crate::bench::figure(clock).1;
+    let figure = figure(clock).1;
     // Persistent memory, not a virtio disk: reading it is instructions the guest executes, not
     // I/O the host completes in its own time, so that the instructions a boot counts do not
     // change with what else the host is doing.

@@ -125,7 +125,7 @@ fn make_packages(dir: &Path, count: usize) -> Result<(usize, u64)> {
             fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
         }
         for program in PROGRAMS {
-            let from = crate::vm::initramfs::system(program)?;
+            let from = crate::vm::staged::system(program)?;
             fs::copy(&from, bin.join(format!("{program}-{i}"))).map_err(|e| format!("cannot copy {program}: {e}"))?;
         }
         fs::hard_link(bin.join(format!("ls-{i}")), bin.join(format!("dir-{i}"))).map_err(|e| e.to_string())?;
@@ -158,8 +158,7 @@ fn make_tree(dir: &Path, copies: usize) -> Result<usize> {
     let _ = fs::remove_dir_all(dir);
     let mut files = 0;
     for program in PROGRAMS {
-        let bytes =
-            fs::read(crate::vm::initramfs::system(program)?).map_err(|e| format!("cannot read {program}: {e}"))?;
+        let bytes = fs::read(crate::vm::staged::system(program)?).map_err(|e| format!("cannot read {program}: {e}"))?;
         for i in 0..copies {
             let sub = dir.join(if i % 2 == 0 { "a" } else { "b" });
             fs::create_dir_all(&sub).map_err(|e| format!("cannot create {}: {e}", sub.display()))?;

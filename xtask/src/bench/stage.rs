@@ -16,8 +16,8 @@ use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::TestKeys;
 use crate::vm::cpio::Cpio;
-use crate::vm::initramfs::{Staged, read, sign_all, stage_libraries, stage_program, system};
 use crate::vm::real;
+use crate::vm::staged::{Staged, read, sign_all, stage_libraries, stage_program, system};
 use crate::{paths, tools};
 use elfsig_guest::image;
 

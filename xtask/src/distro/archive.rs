@@ -19,6 +19,8 @@ use std::time::Instant;
 
 use elfsig_guest::image::{ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED};
 
+use super::files::{copy, parent_made, write};
+use super::policy;
 use crate::cmd::Cmd;
 use crate::debian_kernel::DebianKernel;
 use crate::keys::KeyPair;
@@ -37,7 +39,7 @@ pub struct Archives {
     /// The OpenPGP certificate both are signed with, for `Signed-By`.
     pub key: PathBuf,
     /// The system's signed policies: the image's, and the one the archive ships as a package.
-    pub policies: super::policy::Policies,
+    pub policies: policy::Policies,
 }
 
 /// Makes both archives in target/distro/archive/, the packages signed with `key`; the signed
@@ -55,14 +57,14 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair, policy_key: &Ke
         let path = entry.map_err(|e| format!("cannot read {}: {e}", mirror.display()))?.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name.starts_with(&format!("{ARCHIVE_UNMODIFIED}_")) {
-            super::image::copy(&path, &other.join(&name), 0o644)?;
+            copy(&path, &other.join(&name), 0o644)?;
         } else if name.starts_with(&format!("{ARCHIVE_REBUILT}_")) {
             rebuild_with_higher_version(&path, &unsigned)?;
         } else {
-            super::image::copy(&path, &unsigned.join(&name), 0o644)?;
+            copy(&path, &unsigned.join(&name), 0o644)?;
         }
     }
-    let policies = super::policy::make(&dir.join("policy"), &unsigned, &debian.root, elfsig, key, policy_key)?;
+    let policies = policy::make(&dir.join("policy"), &unsigned, &debian.root, elfsig, key, policy_key)?;
     let started = Instant::now();
     key.signing(elfsig, &["deb", "sign"]).arg("--output-dir").arg(&signed).arg(&unsigned).run()?;
     let (count, bytes) = count(&signed)?;
@@ -203,22 +205,22 @@ pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
     use elfsig_guest::image::{ARCHIVE, GATE_CERTS, GATE_HOOK, OTHER_ARCHIVE};
     let inside = |path: &str| root.join(path.trim_start_matches('/'));
     for (from, to) in [(&archives.signed, ARCHIVE), (&archives.other, OTHER_ARCHIVE)] {
-        super::image::parent_made(&inside(to))?;
+        parent_made(&inside(to))?;
         Cmd::new("cp").arg("-a").arg(from).arg(inside(to)).run()?;
     }
     let keyring = "/etc/apt/keyrings/elfsig-archive.gpg";
-    super::image::copy(&archives.key, &inside(keyring), 0o644)?;
+    copy(&archives.key, &inside(keyring), 0o644)?;
     let _ = fs::remove_file(inside("/etc/apt/sources.list"));
     for (name, uri) in [("elfsig", ARCHIVE), ("other", OTHER_ARCHIVE)] {
-        super::image::write(
+        write(
             &inside(&format!("/etc/apt/sources.list.d/{name}.sources")),
             &format!("Types: deb\nURIs: file:{uri}\nSuites: ./\nSigned-By: {keyring}\n"),
         )?;
     }
     let gate = paths::root().join("apt");
-    super::image::copy(&gate.join("apt.conf.d/80elfsig"), &inside(GATE_HOOK), 0o644)?;
-    super::image::copy(&gate.join("debsig-verify"), &inside("/usr/local/sbin/debsig-verify"), 0o755)?;
-    super::image::copy(cert, &inside(GATE_CERTS), 0o644)?;
+    copy(&gate.join("apt.conf.d/80elfsig"), &inside(GATE_HOOK), 0o644)?;
+    copy(&gate.join("debsig-verify"), &inside("/usr/local/sbin/debsig-verify"), 0o755)?;
+    copy(cert, &inside(GATE_CERTS), 0o644)?;
     // Debian's dpkg.cfg turns dpkg's verification slot off; apt/README.md has it turned on.
     let dpkg_cfg = inside("/etc/dpkg/dpkg.cfg");
     let text = fs::read_to_string(&dpkg_cfg).map_err(|e| format!("cannot read {}: {e}", dpkg_cfg.display()))?;
@@ -229,5 +231,5 @@ pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
         .lines()
         .map(|l| if l.trim() == "no-debsig" { "#no-debsig\n".to_owned() } else { format!("{l}\n") })
         .collect();
-    super::image::write(&dpkg_cfg, &on)
+    write(&dpkg_cfg, &on)
 }

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use elfsig_guest::image::{BOOT_BENCH, BOOT_BENCH_PROGRAM, BOOT_BENCH_RUN, BOOT_IMA_CERT, BOOT_IMA_POLICY};
 
-use super::image::{FS_UUID, copy, is_elf, parent_made, regular_files, symlink, write};
+use super::ext4::FS_UUID;
+use super::files::{copy, is_elf, parent_made, regular_files, symlink, write};
 use crate::Result;
 use crate::cmd::Cmd;
 use crate::deps::Need;

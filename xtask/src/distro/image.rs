@@ -10,12 +10,13 @@
 //! up, and no getty on the serial console, where the checks report.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use elfsig_guest::image::DISTRO_CHECK;
 
+use super::files::{copy, is_elf, regular_files, symlink, write};
+use super::{archive, bench, ext4, policy, secure_boot};
 use crate::cmd::Cmd;
 use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::KeyPair;
@@ -36,7 +37,7 @@ pub struct Parts<'a> {
     /// them.
     pub certs: &'a crate::kmod::Embedded,
     /// The signed system's package archives and gate, which the checks and the bench upgrade from.
-    pub archives: Option<&'a super::archive::Archives>,
+    pub archives: Option<&'a archive::Archives>,
 }
 
 /// Which system.
@@ -60,13 +61,9 @@ pub struct Image {
     /// The same made by dracut, with `kmod/boot/dracut/` (the signed system's checks only).
     pub dracut_initrd: Option<PathBuf>,
     /// What the firmware needs to boot it with Secure Boot (the signed system's checks only).
-    pub firmware: Option<super::secure_boot::Firmware>,
+    pub firmware: Option<secure_boot::Firmware>,
 }
 
-/// The UUID of the image's file system (IMA policies name it).
-pub const FS_UUID: &str = "e1f5e1f5-0000-4000-8000-000000000001";
-/// Its label.
-const FS_LABEL: &str = "elfsig-root";
 /// Where the check program goes.
 const CHECK_PROGRAM: &str = "usr/local/libexec/elfsig-check";
 
@@ -97,20 +94,20 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
     let release = debian_kernel::RELEASE;
     install(&root, parts, variant)?;
     if let (Some(archives), Variant::Signed(key)) = (parts.archives, variant) {
-        super::archive::install(&root, archives, &key.cert)?;
+        archive::install(&root, archives, &key.cert)?;
     }
     dkms_install(&root, &debian.root, parts.certs)?;
     let firmware = match variant {
-        Variant::Signed(_) if for_checks => Some(super::secure_boot::prepare(&root, &dir, name)?),
+        Variant::Signed(_) if for_checks => Some(secure_boot::prepare(&root, &dir, name)?),
         _ => None,
     };
     if let Variant::Signed(key) = variant {
-        super::bench::install(&root, parts.bench, key)?;
+        bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
         if let Some(archives) = parts.archives {
-            super::policy::install(&root, &archives.policies)?;
+            policy::install(&root, &archives.policies)?;
         }
-        super::bench::sign(&root, key)?;
+        bench::sign(&root, key)?;
     }
     chroot::run_in(&root, &update_initramfs())?;
     let initrd = dir.join(format!("{name}-initrd.img"));
@@ -125,7 +122,7 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
         }
     };
     let disk = dir.join(format!("{name}.ext4"));
-    ext4(&root, &disk)?;
+    ext4::make(&root, &disk)?;
     // Everything is in the image now.
     fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
     Ok(Image { kernel: debian.vmlinuz.clone(), disk, initrd, dracut_initrd, firmware })
@@ -172,31 +169,6 @@ fn dkms_install(root: &Path, debian_root: &Path, certs: &crate::kmod::Embedded) 
         return Err(format!("dkms install reported success but installed no elfsig module in {}", installed.display()));
     }
     Ok(())
-}
-
-/// Makes the directory `path` goes in.
-pub(super) fn parent_made(path: &Path) -> Result {
-    match path.parent() {
-        Some(dir) => fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display())),
-        None => Ok(()),
-    }
-}
-
-pub(super) fn copy(from: &Path, to: &Path, mode: u32) -> Result {
-    parent_made(to)?;
-    fs::copy(from, to).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
-    fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(|e| format!("cannot chmod {}: {e}", to.display()))
-}
-
-pub(super) fn write(to: &Path, text: &str) -> Result {
-    parent_made(to)?;
-    fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
-}
-
-pub(super) fn symlink(target: &str, link: &Path) -> Result {
-    parent_made(link)?;
-    let _ = fs::remove_file(link);
-    std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
 }
 
 /// Installs elfsig's tools and early-boot hooks into the system as an administrator would.
@@ -337,51 +309,6 @@ fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
 /// The bytes of the tree's ELF files.
 fn elf_bytes(dir: &Path) -> Result<u64> {
     Ok(regular_files(dir)?.iter().filter(|(path, _)| is_elf(path)).map(|(_, meta)| meta.len()).sum())
-}
-
-/// Whether `path` starts like an ELF file.
-pub(super) fn is_elf(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|()| magic == *b"\x7fELF")
-}
-
-/// The regular files under `dir`, with their metadata (symbolic links not followed).
-pub(super) fn regular_files(dir: &Path) -> Result<Vec<(PathBuf, fs::Metadata)>> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-            let meta = entry.metadata().map_err(|e| format!("cannot stat {}: {e}", entry.path().display()))?;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            } else if meta.is_file() {
-                files.push((entry.path(), meta));
-            }
-        }
-    }
-    Ok(files)
-}
-
-/// `mke2fs -d`: the tree as an ext4 image, with room to spare for what the system writes.
-fn ext4(root: &Path, disk: &Path) -> Result {
-    let used: u64 = Cmd::new("du")
-        .args(["-s", "--block-size=1M"])
-        .arg(root)
-        .read()?
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .ok_or("cannot read du's answer")?;
-    let _ = fs::remove_file(disk);
-    Cmd::new("mke2fs")
-        .args(["-q", "-F", "-t", "ext4", "-L", FS_LABEL, "-U", FS_UUID, "-E", "root_owner=0:0", "-d"])
-        .arg(root)
-        .arg(disk)
-        .arg(format!("{}M", used + used / 2 + 512))
-        .run()
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use elfsig_guest::image::{
     DISTRO_REVOKED_LATER,
 };
 
-use super::image::{copy, parent_made, write};
+use super::files::{copy, parent_made, write};
 use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::KeyPair;

@@ -13,30 +13,12 @@ use crate::Result;
 use crate::cmd::Cmd;
 use crate::keys::{KeyPair, TestKeys};
 use crate::vm::cpio::Cpio;
+use crate::vm::real;
+use crate::vm::staged::{Staged, read, shared_libraries, sign_all, stage_libraries, stage_program, system};
 use crate::{paths, tools};
 
 /// The coreutils the guest runs, dynamically linked.
 const COREUTILS: &[&str] = &["ls", "cat", "echo", "true", "uname"];
-
-/// A file to put in an initramfs, signed with `key` when given.
-pub struct Staged<'k> {
-    /// Where it goes in the guest.
-    pub guest_path: String,
-    /// Its unsigned contents.
-    pub bytes: Vec<u8>,
-    /// The key to sign it with, if any.
-    pub key: Option<&'k KeyPair>,
-}
-
-/// Reads a host file.
-pub fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-/// A program from the host's Debian packages.
-pub fn system(name: &str) -> Result<PathBuf> {
-    elfsig_fixtures::system_binary(name).ok_or_else(|| format!("{name} is not installed"))
-}
 
 /// The initramfs of the end-to-end suite; `modules` are kernel modules (uncompressed) the guest
 /// loads first, in that order.
@@ -125,7 +107,7 @@ pub fn test_suite<'k>(
     staged.push(stage(image::GUARD, &stripped(&elfsig_guard)?, Some(&keys.kernel)));
     libraries.extend(shared_libraries(&elfsig_guard)?);
     libraries.extend(shared_libraries(&guard.probe)?);
-    crate::vm::real::add(&mut staged, &mut cpio, &mut libraries, &keys.kernel)?;
+    real::add(&mut staged, &mut cpio, &mut libraries, &keys.kernel)?;
     stage_libraries(&mut staged, libraries, &keys.kernel)?;
 
     let signed = sign_all(elfsig, &staged, &paths::target().join("vm/stage"))?;
@@ -197,30 +179,6 @@ fn without_btf(ko: &Path) -> Result<Vec<u8>> {
     read(&out)
 }
 
-/// Signs each staged file with its key (one `elfsig sign` per key) in `dir`, and returns
-/// every file's final bytes.
-pub fn sign_all(elfsig: &Path, staged: &[Staged<'_>], dir: &Path) -> Result<Vec<Vec<u8>>> {
-    let _ = fs::remove_dir_all(dir);
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut by_key: Vec<(&KeyPair, Vec<PathBuf>)> = Vec::new();
-    let mut paths = Vec::new();
-    for (i, file) in staged.iter().enumerate() {
-        let path = dir.join(format!("{i:02}"));
-        fs::write(&path, &file.bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        if let Some(key) = file.key {
-            match by_key.iter_mut().find(|(k, _)| k.key == key.key) {
-                Some((_, files)) => files.push(path.clone()),
-                None => by_key.push((key, vec![path.clone()])),
-            }
-        }
-        paths.push(path);
-    }
-    for (key, files) in by_key {
-        key.sign(elfsig).args(&files).run()?;
-    }
-    paths.iter().map(|p| read(p)).collect()
-}
-
 /// `program` without its symbols and debug information (the release CLI is 8 times smaller
 /// so, and quicker to verify under emulation).
 fn stripped(program: &Path) -> Result<Vec<u8>> {
@@ -269,53 +227,4 @@ fn sign_description(description: &str, key: &KeyPair) -> Result<Vec<u8>> {
         .arg("-inkey")
         .arg(&key.key)
         .read_bytes()
-}
-
-/// Stages `host` at `guest_path`, signed with `key`, and adds the shared libraries it loads to
-/// `libraries`.
-pub fn stage_program<'k>(
-    staged: &mut Vec<Staged<'k>>,
-    libraries: &mut Vec<String>,
-    guest_path: String,
-    host: &Path,
-    key: &'k KeyPair,
-) -> Result {
-    libraries.extend(shared_libraries(host)?);
-    staged.push(Staged { guest_path, bytes: read(host)?, key: Some(key) });
-    Ok(())
-}
-
-/// Stages each of `libraries` once, at its own path, signed with `key`, as every library must
-/// be under the mapping guard.
-pub fn stage_libraries<'k>(staged: &mut Vec<Staged<'k>>, mut libraries: Vec<String>, key: &'k KeyPair) -> Result {
-    libraries.sort();
-    libraries.dedup();
-    for library in libraries {
-        let bytes = read(Path::new(&library))?;
-        staged.push(Staged { guest_path: library, bytes, key: Some(key) });
-    }
-    Ok(())
-}
-
-/// The shared libraries `program` loads, as the paths `ldd` prints (also their paths in the
-/// guest).
-pub fn shared_libraries(program: &Path) -> Result<Vec<String>> {
-    let output = std::process::Command::new("ldd").arg(program).output().map_err(|e| format!("cannot run ldd: {e}"))?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    // A static program has no libraries; ldd says so and exits with 1.
-    if String::from_utf8_lossy(&output.stderr).contains("not a dynamic executable")
-        || text.contains("not a dynamic executable")
-    {
-        return Ok(Vec::new());
-    }
-    if !output.status.success() {
-        return Err(format!("`ldd {}` failed ({})", program.display(), output.status));
-    }
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split_once("=> ").map(|(_, rest)| rest))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .filter(|p| p.starts_with('/'))
-        .map(str::to_owned)
-        .collect())
 }

@@ -12,7 +12,7 @@ use elfsig_guest::image;
 use crate::Result;
 use crate::keys::KeyPair;
 use crate::vm::cpio::Cpio;
-use crate::vm::initramfs::{Staged, read, stage_program, system};
+use crate::vm::staged::{Staged, read, stage_program, system};
 
 /// Where Debian's Python 3.11 keeps its standard library.
 const PYTHON_LIB: &str = "/usr/lib/python3.11";

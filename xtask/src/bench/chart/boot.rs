@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::WIDTH;
+use super::panel::{WIDTH, legend, marks};
 use crate::bench::boot::{GOAL, SUITE};
 use crate::bench::results::Results;
 
@@ -71,7 +71,7 @@ pub fn panel(all: &Results) -> String {
         );
         tick += step;
     }
-    super::marks(&mut svg, (left, x_end), y(0.0), (y(GOAL), "goal: elfsig's boot to the default target within +5%"));
+    marks(&mut svg, (left, x_end), y(0.0), (y(GOAL), "goal: elfsig's boot to the default target within +5%"));
     for (i, ((_, label), values)) in MEASURES.iter().zip(&cells).enumerate() {
         let x0 = left + group_w * i as f64 + group_w * 0.25;
         for (j, ((config, color), (diff, interval))) in SERIES.iter().zip(values).enumerate() {
@@ -101,7 +101,7 @@ pub fn panel(all: &Results) -> String {
             HEIGHT - bottom + 15.0
         );
     }
-    super::legend(&mut svg, &SERIES, left, HEIGHT);
+    legend(&mut svg, &SERIES, left, HEIGHT);
     svg
 }
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::met;
+use super::verdict::met;
 use crate::bench::boot::{self, CONFIGS, GOAL, SUITE};
 use crate::bench::native::Native;
 use crate::bench::results::{Results, mean_sd};
