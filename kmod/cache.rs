@@ -54,17 +54,6 @@ pub(crate) struct Entry {
     pub(crate) loader: bool,
 }
 
-impl Entry {
-    /// The entry for a file that verified.
-    pub(crate) fn of(verified: &crate::verify::Verified<'_>) -> Self {
-        Entry {
-            digest: verified.digest,
-            has_interpreter: verified.exec.interpreter.is_some(),
-            loader: verified.exec.loader,
-        }
-    }
-}
-
 const HAS_INTERPRETER: u64 = 1;
 const LOADER: u64 = 2;
 

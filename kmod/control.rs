@@ -3,15 +3,21 @@
 //! The control files in `/sys/kernel/security/elfsig/`: one table says which files there are,
 //! their modes, what reading them shows and what writing them does. The shim creates the files
 //! from it (`glue/securityfs.rs`), refuses opening one for writing without CAP_SYS_ADMIN, and
-//! takes a readable file's contents once, when it is opened.
+//! takes a readable file's contents once, when it is opened. The module parameters take the
+//! same words as the files ([`configure`]).
 
 use core::fmt::{self, Write};
 
 use kernel::prelude::*;
 
-use crate::filesystem::Untrusted;
+use crate::cache;
+use crate::elfsig_core::control::{trim, Toggle, LOADER, MODE, UNTRUSTED};
+use crate::elfsig_core::filesystem::{self, Untrusted};
+use crate::glue::module::Params;
 use crate::guard::Status;
-use crate::policy::STATE;
+use crate::pending;
+use crate::policy;
+use crate::state::STATE;
 use crate::text::Cursor;
 
 /// A control file.
@@ -96,74 +102,59 @@ pub(crate) static FILES: [ControlFile; 9] = [
         write: Some(Writes::Word(write_untrusted)),
     },
     // What applies where: the filesystems whose verdicts are cached, the rest verified every
-    // time, untrusted mounts, memfds (filesystem.rs).
+    // time, untrusted mounts, memfds (elfsig-core's filesystem.rs).
     ControlFile {
         name: c"filesystems",
         mode: 0o400,
         read: Some(read_filesystems),
         write: None,
     },
-    // The signed policy (signed_policy.rs): `none` or the loaded one's serial, digest and
-    // counts; write a signed policy, in one write, to load it, or `clear` (refused while
-    // locked) to unload it.
+    // The signed policy (policy.rs): `none` or the loaded one's serial, digest and counts;
+    // write a signed policy, in one write, to load it, or `clear` (refused while locked) to
+    // unload it.
     ControlFile {
         name: c"policy",
         mode: 0o600,
-        read: Some(crate::signed_policy::read),
+        read: Some(policy::read),
         write: Some(Writes::Bytes(
-            crate::signed_policy::write,
+            policy::write,
             crate::elfsig_core::policy::MAX_POLICY_LEN,
         )),
     },
 ];
 
-/// A setting shown and written as one of two words.
-pub(crate) struct Toggle {
-    on: &'static str,
-    off: &'static str,
+/// Shows a setting as one of its two words.
+fn show(out: &mut Cursor<'_>, toggle: Toggle, on: bool) -> fmt::Result {
+    writeln!(out, "{}", toggle.word(on))
 }
 
-impl Toggle {
-    fn show(&self, out: &mut Cursor<'_>, on: bool) -> fmt::Result {
-        writeln!(out, "{}", if on { self.on } else { self.off })
-    }
-
-    /// Which of the two words `word` is: `true` for the first.
-    pub(crate) fn parse(&self, word: &[u8]) -> Result<bool> {
-        if word == self.on.as_bytes() {
-            Ok(true)
-        } else if word == self.off.as_bytes() {
-            Ok(false)
-        } else {
-            Err(EINVAL)
-        }
-    }
+/// Which of a setting's two words `word` is: `true` for the first.
+fn parse(toggle: Toggle, word: &[u8]) -> Result<bool> {
+    toggle.parse(word).ok_or(EINVAL)
 }
 
-/// `mode`: whether refusals are enforced.
-pub(crate) const MODE: Toggle = Toggle {
-    on: "enforce",
-    off: "permissive",
-};
-
-/// `untrusted`: whether files on mounts the kernel does not trust are refused (or verified).
-pub(crate) const UNTRUSTED: Toggle = Toggle {
-    on: "refuse",
-    off: "verify",
-};
-
-/// `loader`: whether running the dynamic loader directly is refused.
-const LOADER: Toggle = Toggle {
-    on: "deny",
-    off: "allow",
-};
+/// Applies the `mode`, `untrusted` and `deny_loader` module parameters (`lock` is applied
+/// last, by module init).
+pub(crate) fn configure(params: &Params) -> Result {
+    let enforce = parse(MODE, params.mode)
+        .inspect_err(|_| pr_err!("mode must be enforce or permissive\n"))?;
+    STATE.set_enforcing(enforce)?;
+    let refuse = parse(UNTRUSTED, params.untrusted)
+        .inspect_err(|_| pr_err!("untrusted must be refuse or verify\n"))?;
+    STATE.set_untrusted(if refuse {
+        Untrusted::Refuse
+    } else {
+        Untrusted::Verify
+    })?;
+    STATE.set_deny_loader(params.deny_loader)
+}
 
 fn read_mode(out: &mut Cursor<'_>) -> fmt::Result {
-    MODE.show(out, STATE.enforcing())
+    show(out, MODE, STATE.enforcing())
 }
 
 fn write_mode(word: &[u8]) -> Result {
-    STATE.set_enforcing(MODE.parse(word)?)
+    STATE.set_enforcing(parse(MODE, word)?)
 }
 
 fn read_lock(out: &mut Cursor<'_>) -> fmt::Result {
@@ -184,18 +175,19 @@ fn write_lock(word: &[u8]) -> Result {
 
 fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
     STATE.stats.snapshot().write_to(out)?;
+    writeln!(out, "cache_entries {}", cache::ENTRIES)?;
     writeln!(out, "cache_used {}", STATE.cache.used())?;
     let active = STATE.guard.status() == Status::Active;
     writeln!(out, "mmap_guard_active {}", u8::from(active))?;
-    writeln!(out, "execs_pending {}", crate::pending::count())
+    writeln!(out, "execs_pending {}", pending::count())
 }
 
 fn read_untrusted(out: &mut Cursor<'_>) -> fmt::Result {
-    UNTRUSTED.show(out, STATE.untrusted() == Untrusted::Refuse)
+    show(out, UNTRUSTED, STATE.untrusted() == Untrusted::Refuse)
 }
 
 fn write_untrusted(word: &[u8]) -> Result {
-    STATE.set_untrusted(if UNTRUSTED.parse(word)? {
+    STATE.set_untrusted(if parse(UNTRUSTED, word)? {
         Untrusted::Refuse
     } else {
         Untrusted::Verify
@@ -203,7 +195,7 @@ fn write_untrusted(word: &[u8]) -> Result {
 }
 
 fn read_filesystems(out: &mut Cursor<'_>) -> fmt::Result {
-    crate::filesystem::describe(out, STATE.untrusted())
+    filesystem::describe(out, STATE.untrusted())
 }
 
 fn write_flush(_: &[u8]) -> Result {
@@ -212,11 +204,11 @@ fn write_flush(_: &[u8]) -> Result {
 }
 
 fn read_loader(out: &mut Cursor<'_>) -> fmt::Result {
-    LOADER.show(out, STATE.denying_loader())
+    show(out, LOADER, STATE.denying_loader())
 }
 
 fn write_loader(word: &[u8]) -> Result {
-    STATE.set_deny_loader(LOADER.parse(word)?)
+    STATE.set_deny_loader(parse(LOADER, word)?)
 }
 
 fn read_guard(out: &mut Cursor<'_>) -> fmt::Result {
@@ -256,21 +248,4 @@ pub(crate) fn write(which: u32, input: &[u8]) -> Result {
         Writes::Word(apply) => apply(trim(input)),
         Writes::Bytes(apply, _) => apply(input),
     }
-}
-
-/// `input` without leading and trailing ASCII whitespace (`echo` adds a newline).
-pub(crate) fn trim(mut input: &[u8]) -> &[u8] {
-    while let [first, rest @ ..] = input {
-        if !first.is_ascii_whitespace() {
-            break;
-        }
-        input = rest;
-    }
-    while let [rest @ .., last] = input {
-        if !last.is_ascii_whitespace() {
-            break;
-        }
-        input = rest;
-    }
-    input
 }

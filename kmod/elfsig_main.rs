@@ -17,24 +17,28 @@ use kernel::prelude::*;
 #[path = "../crates/elfsig-core/src/lib.rs"]
 pub mod elfsig_core;
 
-mod cache;
+// From the top down: what C calls (glue/callbacks.rs) reaches the hooks, the end-of-exec check
+// and the control files; they ask the verdict and report refusals; all of them read the state;
+// the glue's wrappers are the ground.
 mod control;
-mod filesystem;
-mod glue;
-mod guard;
-mod interpreter;
-mod pending;
+mod exec_end;
+mod hooks;
 mod policy;
-mod signed_policy;
+
+mod pending;
+mod refusal;
+mod verdict;
+
+mod cache;
+mod guard;
+mod state;
 mod stats;
 mod text;
-mod verify;
 
-use glue::{
-    binfmt, crypto, exec_end, file, guard as guard_glue, keys, module, policy as policy_glue,
-    securityfs,
-};
-use policy::STATE;
+mod glue;
+
+use glue::{binfmt, crypto, file, guard as guard_glue, keys, module, securityfs};
+use state::STATE;
 
 module! {
     type: Elfsig,
@@ -48,29 +52,32 @@ module! {
 struct Elfsig {
     _guard: guard_glue::Links,
     _binfmt: binfmt::Registration,
-    _exec_end: exec_end::Probe,
+    _exec_end: glue::exec_end::Probe,
     _pending: glue::pending::Table,
     _control: securityfs::ControlDir,
     _faults: file::FaultInjection,
-    _policy_keyring: policy_glue::PolicyKeyring,
-    _keyring: keys::ModuleKeyring,
+    _policy_keyring: keys::Keyring,
+    _keyring: keys::Keyring,
     _sha256: crypto::Transform,
 }
 
 impl kernel::Module for Elfsig {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let params = module::params();
-        STATE.configure(params.mode, params.untrusted, params.deny_loader)?;
+        control::configure(&params)?;
         let sha256 = crypto::Transform::alloc()?;
-        let keyring = keys::ModuleKeyring::create()?;
+        let keyring = keys::Keyring::programs()?;
         load_embedded_certs(module::embedded_certs(), |cert| keyring.add_cert(cert))?;
-        let policy_keyring = policy_glue::PolicyKeyring::create()?;
+        let policy_keyring = keys::Keyring::policies()?;
         load_embedded_certs(module::embedded_policy_certs(), |cert| {
             policy_keyring.add_cert(cert)
         })?;
         let faults = file::FaultInjection::create();
-        let control = securityfs::ControlDir::create(control::DIR, &control::FILES)?;
-        let exec_end = exec_end::Probe::register()?;
+        let control = securityfs::ControlDir::create(
+            control::DIR,
+            control::FILES.iter().map(|file| (file.name, file.mode)),
+        )?;
+        let probe = glue::exec_end::Probe::register()?;
         if let Err(why) = STATE.guard.offer() {
             // After 6.12 the print macros take the kernel's own Display, which `Arguments` has
             // and `Unavailable` has not.
@@ -94,7 +101,7 @@ impl kernel::Module for Elfsig {
         Ok(Elfsig {
             _guard: guard_glue::Links::new(),
             _binfmt: binfmt,
-            _exec_end: exec_end,
+            _exec_end: probe,
             _pending: glue::pending::Table::new(),
             _control: control,
             _faults: faults,

@@ -9,6 +9,7 @@ use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 
+use crate::elfsig_core::control::{parse_fd, words};
 use crate::glue::guard::{self, Unavailable};
 
 /// The guard's state.
@@ -87,9 +88,7 @@ impl Guard {
     /// writer's descriptors (one program on each hook, all or none); `release` drops them,
     /// refused while `locked`.
     pub(crate) fn command(&self, input: &[u8], locked: bool) -> Result {
-        let mut words = input
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|w| !w.is_empty());
+        let mut words = words(input);
         match words.next() {
             Some(b"attach") => {
                 if let Status::Unavailable(_) = self.status() {
@@ -99,7 +98,7 @@ impl Guard {
                 let mut fds = [-1i32; guard::HOOKS + 1];
                 let mut count = 0;
                 for word in words {
-                    *fds.get_mut(count).ok_or(EINVAL)? = parse_fd(word)?;
+                    *fds.get_mut(count).ok_or(EINVAL)? = parse_fd(word).ok_or(EINVAL)?;
                     count = count.saturating_add(1);
                 }
                 // Active only once the programs just taken have run: a new generation.
@@ -115,24 +114,6 @@ impl Guard {
             _ => Err(EINVAL),
         }
     }
-}
-
-/// A descriptor number in decimal.
-fn parse_fd(word: &[u8]) -> Result<i32> {
-    let mut fd: i32 = 0;
-    if word.is_empty() || word.len() > 9 {
-        return Err(EINVAL);
-    }
-    for digit in word {
-        if !digit.is_ascii_digit() {
-            return Err(EINVAL);
-        }
-        fd = fd
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(i32::from(digit - b'0')))
-            .ok_or(EINVAL)?;
-    }
-    Ok(fd)
 }
 
 impl fmt::Display for Unavailable {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What each exec under way expects binfmt_elf to map: recorded by the binfmt handler when it
-//! lets an exec proceed, taken back at the end of that exec (`interpreter.rs`).
+//! lets an exec proceed (`hooks.rs`), taken back at the end of that exec (`exec_end.rs`).
 //!
 //! One entry per task, allocated (`glue/pending.rs`): only that task records, takes or forgets
 //! it, at the end of its exec, when the handler refuses the exec, or when the task exits. An

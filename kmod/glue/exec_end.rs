@@ -99,23 +99,3 @@ pub(crate) fn kill_current() {
     // SAFETY: sends SIGKILL to the current task.
     unsafe { elfsig_shim_kill_current() }
 }
-
-/// Called by the probe for every exec that loaded, before its first instruction. Does not
-/// sleep: it runs with preemption disabled.
-///
-/// # Safety
-///
-/// `program` must be the exec's `bprm->file`, open for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn elfsig_exec_loaded(program: *mut RawFile) {
-    // SAFETY: the caller guarantees `program` is open for the call.
-    if let Some(program) = unsafe { FileRef::from_raw(program) } {
-        crate::interpreter::exec_loaded(program);
-    }
-}
-
-/// Called by the probe for every task that exits. Does not sleep.
-#[no_mangle]
-pub(crate) extern "C" fn elfsig_task_exit() {
-    crate::interpreter::task_exit();
-}

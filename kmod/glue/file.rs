@@ -13,7 +13,11 @@ use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 
 use super::to_result;
+use crate::elfsig_core::filesystem;
 use crate::elfsig_core::{IoError, ReadSomeAt};
+
+// The bits of `FileId::facts` are elfsig-core's, which `ELFSIG_FACT_*` in `shim/shim.h` repeat.
+pub(crate) use crate::elfsig_core::filesystem::Facts;
 
 /// `struct file`, opaque.
 #[repr(C)]
@@ -59,42 +63,19 @@ const _: () = {
     assert!(core::mem::offset_of!(FileId, facts) == 88);
 };
 
-/// The bits of [`FileId::facts`] (`ELFSIG_FACT_*` in `shim/shim.h`).
-pub(crate) struct Facts;
-
-impl Facts {
-    /// The filesystem keeps `i_version`.
-    pub(crate) const IVERSION: u32 = 1 << 1;
-    /// Changed before the current clock tick: a later change moves its times.
-    pub(crate) const SETTLED: u32 = 1 << 2;
-    /// [`FileId::handle`] holds the file handle.
-    pub(crate) const HANDLE: u32 = 1 << 3;
-    /// The data is another inode's than the one the path shows (overlayfs).
-    pub(crate) const STACKED: u32 = 1 << 4;
-    /// On a superblock a user namespace other than the initial one owns.
-    pub(crate) const USERNS: u32 = 1 << 5;
-    /// On a filesystem whose changes the kernel cannot see (FUSE).
-    pub(crate) const UNVERIFIABLE: u32 = 1 << 6;
-    /// On a kernel-internal mount (memfd, SysV shared memory): writers are not counted.
-    pub(crate) const INTERNAL: u32 = 1 << 7;
-    /// [`FileId::seals`] holds the file's seals.
-    pub(crate) const SEALABLE: u32 = 1 << 8;
-    /// A shared mapping may write it.
-    pub(crate) const WRITABLY_MAPPED: u32 = 1 << 9;
-    /// Open for writing.
-    pub(crate) const WRITERS: u32 = 1 << 10;
-    /// No dirty tracking (shmem, ramfs): its pages may be pinned for DMA for good, and written
-    /// through the pins with no writer counted and no stamp moved.
-    pub(crate) const NO_WRITEBACK: u32 = 1 << 11;
-    /// An overlayfs file that maps another real file than the one it reads (copied up since
-    /// it was opened).
-    pub(crate) const STALE_OPEN: u32 = 1 << 12;
-}
-
 impl FileId {
     /// Whether every bit of `facts` is set.
     pub(crate) fn has(&self, facts: u32) -> bool {
         self.facts & facts == facts
+    }
+
+    /// What elfsig-core's rules for where a file lives look at.
+    pub(crate) fn admission(&self) -> filesystem::File<'_> {
+        filesystem::File {
+            fs: self.fs(),
+            facts: self.facts,
+            seals: self.seals,
+        }
     }
 
     /// The filesystem type's name (up to 15 bytes of it).

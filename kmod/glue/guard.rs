@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The mapping guard (`shim/guard.c`): the kfuncs its BPF LSM programs call, which reach
-//! [`crate::policy::check_mapping`], [`crate::policy::check_mprotect`],
-//! [`crate::policy::revocation_added`], [`crate::policy::check_exec_query`] and
-//! [`crate::policy::check_write`], and the programs' links, which the module holds.
+//! The mapping guard (`shim/guard.c`): offering the kfuncs its BPF LSM programs call (which
+//! reach the module through `callbacks.rs`), and the programs' links, which the module holds.
 
 use kernel::error::code;
 use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
 
-use super::file::{FileRef, RawFile};
 use super::to_result;
 
 /// How many hooks the guard's programs attach to, one program on each (`ELFSIG_GUARD_HOOKS`):
@@ -103,69 +100,4 @@ impl Drop for Links {
     fn drop(&mut self) {
         release();
     }
-}
-
-/// The `mmap_file` kfunc's decision: 0 allows the mapping, `-EACCES` refuses it.
-///
-/// # Safety
-///
-/// `file` must be the file being mapped, open for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn elfsig_check_mapping(file: *mut RawFile) -> c_int {
-    // SAFETY: the caller guarantees `file` is open for the call.
-    match unsafe { FileRef::from_raw(file) } {
-        Some(file) => crate::policy::check_mapping(file),
-        None => 0,
-    }
-}
-
-/// The `file_mprotect` kfunc's decision: 0 allows the change, `-EACCES` refuses it. Runs under
-/// `mmap_lock`: does not sleep.
-///
-/// # Safety
-///
-/// `file` must be the file of the mapping being changed, open for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn elfsig_check_mprotect(file: *mut RawFile) -> c_int {
-    // SAFETY: the caller guarantees `file` is open for the call.
-    match unsafe { FileRef::from_raw(file) } {
-        Some(file) => crate::policy::check_mprotect(file),
-        None => 0,
-    }
-}
-
-/// The `bprm_creds_for_exec` kfunc's decision for `execveat(AT_EXECVE_CHECK)`: 0 when execve
-/// would run the file, else a negative errno.
-///
-/// # Safety
-///
-/// `file` must be the file being checked, open for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn elfsig_check_exec_query(file: *mut RawFile) -> c_int {
-    // SAFETY: the caller guarantees `file` is open for the call.
-    match unsafe { FileRef::from_raw(file) } {
-        Some(file) => crate::policy::check_exec_query(file),
-        None => 0,
-    }
-}
-
-/// The `file_open` kfunc's decision for a file opened for writing while a process maps it
-/// executable: 0 allows it, `-ETXTBSY` refuses it.
-///
-/// # Safety
-///
-/// `file` must be the file being opened, for the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn elfsig_check_write(file: *mut RawFile) -> c_int {
-    // SAFETY: the caller guarantees `file` is valid for the call.
-    match unsafe { FileRef::from_raw(file) } {
-        Some(file) => crate::policy::check_write(file),
-        None => 0,
-    }
-}
-
-/// The key kfunc: a key was added to `.blacklist`, revoking a digest.
-#[no_mangle]
-pub(crate) extern "C" fn elfsig_revocation_added() {
-    crate::policy::revocation_added();
 }

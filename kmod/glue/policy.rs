@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The signed policy's kernel objects (`shim/policy.c`): the keyring of policy keys, the policy
-//! being built from a verified file, and references to the loaded one.
+//! The signed policy's kernel objects (`shim/policy.c`): the policy being built from a verified
+//! file, and references to the loaded one. (Its keyring and signature check are keys'.)
 
 use kernel::error::Error;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 
-use super::keys::{signature_error, SignatureError};
 use super::to_result;
 
 /// `struct elfsig_policy_summary`: what the `policy` control file shows of a loaded policy.
@@ -33,15 +32,6 @@ pub(crate) struct RawPolicy {
 }
 
 extern "C" {
-    fn elfsig_shim_policy_keyring_init() -> c_int;
-    fn elfsig_shim_policy_add_key(der: *const u8, len: usize) -> c_int;
-    fn elfsig_shim_policy_keyring_exit();
-    fn elfsig_shim_policy_verify(
-        data: *const u8,
-        len: usize,
-        sig: *const u8,
-        sig_len: usize,
-    ) -> c_int;
     fn elfsig_shim_policy_new(
         summary: *const Summary,
         digests: *const u8,
@@ -60,41 +50,6 @@ extern "C" {
     fn elfsig_shim_policy_put(policy: *mut RawPolicy);
     fn elfsig_shim_policy_summary(policy: *const RawPolicy) -> *const Summary;
     fn elfsig_shim_policy_digests(policy: *const RawPolicy, len: *mut usize) -> *const u8;
-}
-
-/// `.elfsig_policy`, the keys policies must be signed by, and with it whatever policy is
-/// loaded. Released on drop.
-pub(crate) struct PolicyKeyring(());
-
-impl PolicyKeyring {
-    /// Creates the keyring.
-    pub(crate) fn create() -> Result<Self> {
-        // SAFETY: called once, from module init; undone by `drop`.
-        to_result(unsafe { elfsig_shim_policy_keyring_init() })?;
-        Ok(PolicyKeyring(()))
-    }
-
-    /// Adds a policy key's DER certificate.
-    pub(crate) fn add_cert(&self, der: &[u8]) -> Result {
-        // SAFETY: the keyring exists while `self` does; `der` is valid for the call, which
-        // copies it.
-        to_result(unsafe { elfsig_shim_policy_add_key(der.as_ptr(), der.len()) })
-    }
-}
-
-impl Drop for PolicyKeyring {
-    fn drop(&mut self) {
-        // SAFETY: undoes `create`, once, after the handler that verifies is gone.
-        unsafe { elfsig_shim_policy_keyring_exit() }
-    }
-}
-
-/// Checks the detached PKCS#7 signature `sig` over a policy's `body` against the policy keys.
-pub(crate) fn verify_signature(body: &[u8], sig: &[u8]) -> Result<(), SignatureError> {
-    // SAFETY: both slices are valid for the duration of the call.
-    signature_error(unsafe {
-        elfsig_shim_policy_verify(body.as_ptr(), body.len(), sig.as_ptr(), sig.len())
-    })
 }
 
 /// A reference to a policy: the loaded one, or one being built. Dropped, it is put.

@@ -3,10 +3,11 @@
  * The mapping guard's kernel half (docs/DESIGN.md). A module cannot register LSM hooks, so
  * BPF LSM programs (guard/bpf/guard.bpf.c, attached from user space by elfsig-guard) run on
  * mmap_file and file_mprotect and call the kfuncs below, which hand the decision to Rust
- * (policy.rs); a third, on key_post_create_or_update, tells the module of every revocation, so
- * that cached verdicts need no revocation lookup while the guard runs; a fourth, on
- * bprm_creds_for_exec, answers execveat(AT_EXECVE_CHECK), which no binfmt handler sees; a
- * fifth, on file_open, refuses opening for writing a file that a process maps executable. elfsig-guard then hands the programs' links to the module through the `guard`
+ * (glue/callbacks.rs, then hooks.rs); a third, on key_post_create_or_update, tells the module
+ * of every revocation, so that cached verdicts need no revocation lookup while the guard runs;
+ * a fourth, on bprm_creds_for_exec, answers execveat(AT_EXECVE_CHECK), which no binfmt handler
+ * sees; a fifth, on file_open, refuses opening for writing a file that a process maps
+ * executable. elfsig-guard then hands the programs' links to the module through the `guard`
  * control file; the module keeps a reference to each, so the guard outlives its loader, and
  * no one but the module can detach it (LSM links have no detach).
  *

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The signed policy's kernel objects (signed_policy.rs decides what goes in them): the keyring
- * of policy keys (certificates embedded at build time for that, ELFSIG_POLICY_CERTS), and the
- * loaded policy, an immutable object with a reference count: its revoked digests, a keyring of
- * the certificates it trusts and one of those it revokes, and what `policy` shows of it.
+ * The signed policy's kernel objects (policy.rs decides what goes in them): the loaded policy,
+ * an immutable object with a reference count: its revoked digests, a keyring of the
+ * certificates it trusts and one of those it revokes, and what `policy` shows of it. (The
+ * keyring of policy keys, which checks a policy's signature, is keys.c's.)
  * Whoever verifies takes a reference to the current one for the whole verification, so that no
  * verification sees half of one policy and half of the next; loading replaces the pointer
  * under a spinlock.
@@ -32,41 +32,8 @@ struct elfsig_policy {
 	struct key *revoked;
 };
 
-static struct key *elfsig_policy_keyring;
 static DEFINE_SPINLOCK(elfsig_policy_lock);
 static struct elfsig_policy *elfsig_policy_current;
-
-int elfsig_shim_policy_keyring_init(void)
-{
-	struct key *keyring = elfsig_keyring_new(".elfsig_policy");
-
-	if (IS_ERR(keyring))
-		return PTR_ERR(keyring);
-	elfsig_policy_keyring = keyring;
-	return 0;
-}
-
-int elfsig_shim_policy_add_key(const u8 *der, size_t len)
-{
-	return elfsig_keyring_add(elfsig_policy_keyring, NULL, der, len);
-}
-
-void elfsig_shim_policy_keyring_exit(void)
-{
-	elfsig_shim_policy_install(NULL);
-	key_put(elfsig_policy_keyring);
-	elfsig_policy_keyring = NULL;
-}
-
-/* 0, an enum elfsig_signature, or a negative errno, as for a file's signature. */
-int elfsig_shim_policy_verify(const u8 *data, size_t len, const u8 *sig, size_t sig_len)
-{
-	/* A NULL keyring would mean the builtin one to verify_pkcs7_signature(). */
-	if (!elfsig_policy_keyring)
-		return ELFSIG_SIGNATURE_UNKNOWN_KEY;
-	return elfsig_shim_signature_result(verify_pkcs7_signature(data, len, sig, sig_len,
-			elfsig_policy_keyring, VERIFYING_UNSPECIFIED_SIGNATURE, NULL, NULL));
-}
 
 /* A keyring for a policy's certificates, or NULL with the errno in `err`. */
 static struct key *elfsig_policy_keyring_new(const char *name, int *err)

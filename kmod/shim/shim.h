@@ -20,8 +20,8 @@ struct elfsig_sha256;
  * Which file, whether it changed since, and what the verdict may trust about it: what the
  * verdict cache keys on and what the end of an exec compares. Everything is read from the
  * inode that holds the data (under overlayfs, the real file in a lower or upper layer, not
- * the overlay's); the decisions are Rust's (filesystem.rs). Shared with Rust (glue/file.rs);
- * both sides check this layout at compile time.
+ * the overlay's); the decisions are Rust's (elfsig-core's filesystem.rs). Shared with Rust
+ * (glue/file.rs); both sides check this layout at compile time.
  */
 struct elfsig_file_id {
 	u64 dev;		/* the real inode's superblock */
@@ -56,6 +56,7 @@ struct elfsig_file_id {
 
 /* ---- Implemented in Rust ------------------------------------------------------------------ */
 
+/* All of these are in glue/callbacks.rs. */
 /* binfmt.c: every exec reaches this first. -ENOEXEC passes it on; -EACCES refuses it. */
 int elfsig_check_exec(struct file *file, const u8 *head, size_t head_len);
 /* exec_end.c: every exec that loaded, before its first instruction; every task that exits. */
@@ -130,13 +131,19 @@ int elfsig_shim_sha256_update(struct elfsig_sha256 *hash, const u8 *data, size_t
 int elfsig_shim_sha256_final(struct elfsig_sha256 *hash, u8 *digest);
 void elfsig_shim_sha256_free(struct elfsig_sha256 *hash);
 
-/* ---- keys.c: the trusted keyrings, the module's own, revocation ---------------------------- */
+/* ---- keyring.c: the module's keyrings, made and filled ------------------------------------ */
 
 struct key *elfsig_keyring_new(const char *name);
 int elfsig_keyring_add(struct key *keyring, const char *description, const u8 *der, size_t len);
+
+/* ---- keys.c: the module's keyrings of program and policy keys, signatures, revocation ------ */
+
 int elfsig_shim_keyring_init(void);
 void elfsig_shim_keyring_exit(void);
 int elfsig_shim_add_cert(const u8 *der, size_t len);
+int elfsig_shim_policy_keyring_init(void);
+int elfsig_shim_policy_add_key(const u8 *der, size_t len);
+void elfsig_shim_policy_keyring_exit(void);
 /* What a signature check found, besides 0 (verified) and a negative errno (could not check). */
 enum elfsig_signature {
 	ELFSIG_SIGNATURE_UNKNOWN_KEY = 1,	/* no trusted key matches the signer */
@@ -145,11 +152,12 @@ enum elfsig_signature {
 	ELFSIG_SIGNATURE_REVOKED_KEY = 4,	/* verified, by a certificate the policy revokes */
 };
 struct elfsig_policy;
-int elfsig_shim_signature_result(int ret);
 int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t sig_len,
 			     const struct elfsig_policy *policy);
+int elfsig_shim_policy_verify(const u8 *data, size_t len, const u8 *sig, size_t sig_len);
+int elfsig_shim_revocation(const u8 *digest, size_t len);
 
-/* ---- policy.c: the policy keys' keyring, the loaded policy --------------------------------- */
+/* ---- policy.c: the loaded policy ----------------------------------------------------------- */
 
 /* What the `policy` control file shows of a loaded policy. */
 struct elfsig_policy_summary {
@@ -159,10 +167,6 @@ struct elfsig_policy_summary {
 	u32 revoked_certs;
 	u32 trusted_certs;
 };
-int elfsig_shim_policy_keyring_init(void);
-int elfsig_shim_policy_add_key(const u8 *der, size_t len);
-void elfsig_shim_policy_keyring_exit(void);
-int elfsig_shim_policy_verify(const u8 *data, size_t len, const u8 *sig, size_t sig_len);
 struct elfsig_policy *elfsig_shim_policy_new(const struct elfsig_policy_summary *summary,
 					     const u8 *digests, size_t digests_len, int *err);
 int elfsig_shim_policy_add_cert(struct elfsig_policy *policy, bool trusted, u32 index,
@@ -176,7 +180,6 @@ int elfsig_shim_policy_signer_revoked(const struct elfsig_policy *policy, const 
 				      size_t len, const u8 *sig, size_t sig_len);
 int elfsig_shim_policy_verify_trusted(const struct elfsig_policy *policy, const u8 *data,
 				      size_t len, const u8 *sig, size_t sig_len);
-int elfsig_shim_revocation(const u8 *digest, size_t len);
 
 /* ---- securityfs.c: /sys/kernel/security/elfsig/ ------------------------------------------- */
 

@@ -1,27 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The kernel's side of elfsig-core's verifier, which owns the steps and their order: files
-//! read through `kernel_read`, SHA-256 from the crypto API, the kernel's keyrings and
-//! revocation list, buffers from `kvmalloc` counted in the stats. And what exec makes of a file
-//! that verified, read through the same reader.
-
-use core::fmt;
+//! read through `kernel_read`, SHA-256 from the crypto API, the kernel's keyrings, the loaded
+//! policy and the revocation list, buffers from `kvmalloc` counted in the stats. And what exec
+//! makes of a file that verified, read through the same reader.
 
 use core::ffi::CStr;
 use kernel::alloc::KVVec;
-use kernel::error::Error;
 use kernel::prelude::*;
 
 use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{
-    verify, Detail, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source, Structure,
-    Trust, Windowed,
+    verify, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source, Structure, Trust,
+    Windowed,
 };
 use crate::glue::crypto;
 use crate::glue::file::FileRef;
 use crate::glue::keys::{self, SignatureError as KeyError};
 use crate::glue::policy::Held;
-use crate::policy::STATE;
+use crate::refusal::{Failure, KernelDetail, Refusal};
+use crate::state::STATE;
 use crate::stats::{MemoryCharge, Stats};
 
 /// Small reads (headers, the payload's magic, the interpreter's name) go through a window of
@@ -34,122 +32,6 @@ pub(crate) type Reader<'a> = Windowed<FileRef<'a>, [u8; WINDOW]>;
 /// A reader over `file`, whose length is its size now.
 pub(crate) fn reader(file: FileRef<'_>) -> Reader<'_> {
     Windowed::new(file, file.size(), [0; WINDOW])
-}
-
-/// What the kernel adds to a refusal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum KernelDetail {
-    /// The kernel call behind it failed with this errno.
-    Errno(i32),
-    /// The ELF interpreter binfmt_elf mapped is not the file checked for the exec.
-    Replaced,
-    /// An overlayfs file opened before its copy-up: it maps the file it opened, not the copy
-    /// it reads.
-    CopiedUp,
-    /// The file's SHA-256 digest is revoked: it is in `.blacklist`, or the policy lists it.
-    Revoked([u8; 32]),
-    /// Signed by a certificate the policy revokes.
-    RevokedKey,
-}
-
-impl KernelDetail {
-    /// The file's digest, where the refusal knows it.
-    pub(crate) fn digest(&self) -> Option<&[u8; 32]> {
-        match self {
-            KernelDetail::Revoked(digest) => Some(digest),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for KernelDetail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KernelDetail::Errno(errno) => write!(f, "errno {errno}"),
-            KernelDetail::Replaced => {
-                f.write_str("not the file checked: replaced before binfmt_elf mapped it")
-            }
-            KernelDetail::CopiedUp => f.write_str(
-                "opened before its copy-up: maps the file it opened, not the copy it reads",
-            ),
-            KernelDetail::RevokedKey => f.write_str("signed by a certificate the policy revokes"),
-            KernelDetail::Revoked(digest) => {
-                f.write_str("sha256:")?;
-                digest.iter().try_for_each(|b| write!(f, "{b:02x}"))
-            }
-        }
-    }
-}
-
-/// A refusal, with what the kernel adds.
-pub(crate) type Refusal = Refused<KernelDetail>;
-
-/// Why a file is refused, and whether it is the ELF interpreter rather than the program.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Failure {
-    /// Why, in elfsig-core's vocabulary.
-    pub(crate) refused: Refused<KernelDetail>,
-    /// Whether the failure is the ELF interpreter's.
-    pub(crate) interpreter: bool,
-}
-
-impl Failure {
-    /// A failure for `reason`, with nothing more to say.
-    pub(crate) fn new(reason: Reason) -> Self {
-        Failure::from(Refused::new(reason))
-    }
-
-    /// Verification could not run: a kernel call failed.
-    pub(crate) fn error(error: Error) -> Self {
-        Failure::from(Refused::by_trust(
-            Reason::Error,
-            KernelDetail::Errno(error.to_errno()),
-        ))
-    }
-
-    /// The file mapped is not the file read, as the kernel tells.
-    pub(crate) fn modified(detail: KernelDetail) -> Self {
-        Failure::from(Refused::by_trust(Reason::Modified, detail))
-    }
-
-    /// A file that could not be read.
-    pub(crate) fn io(error: Error) -> Self {
-        Failure::from(Refused::by_trust(
-            Reason::IoError,
-            KernelDetail::Errno(error.to_errno()),
-        ))
-    }
-
-    /// The same failure, about the ELF interpreter.
-    pub(crate) fn in_interpreter(self) -> Self {
-        Failure {
-            interpreter: true,
-            ..self
-        }
-    }
-}
-
-impl From<Refused<KernelDetail>> for Failure {
-    fn from(refused: Refused<KernelDetail>) -> Self {
-        Failure {
-            refused,
-            interpreter: false,
-        }
-    }
-}
-
-/// What the log says: `[ELF interpreter: ]<reason>[ (<detail>)]`, the reason by its name.
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.interpreter {
-            f.write_str("ELF interpreter: ")?;
-        }
-        f.write_str(self.refused.reason.name())?;
-        match self.refused.detail {
-            Detail::None => Ok(()),
-            ref detail => write!(f, " ({detail})"),
-        }
-    }
 }
 
 /// SHA-256 through the crypto API, counting what it hashes.
@@ -185,7 +67,7 @@ impl Trust for Keyrings {
     type Signer = ();
     type Detail = KernelDetail;
 
-    fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refused<KernelDetail>> {
+    fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refusal> {
         keys::verify_pkcs7(record, cms, self.policy.as_ref()).map_err(|error| match error {
             KeyError::UnknownKey => Refused::new(Reason::UnknownKey),
             KeyError::Rejected => Refused::new(Reason::BadSignature),
@@ -197,7 +79,7 @@ impl Trust for Keyrings {
         })
     }
 
-    fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refused<KernelDetail>> {
+    fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refusal> {
         let by_policy = self
             .policy
             .as_ref()
