@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Keys (`shim/keys.c`, `shim/policy.c`): the two keyrings the module owns, PKCS#7 signatures
+//! Keys (`shim/keys.c`): the two keyrings the module owns, PKCS#7 signatures
 //! checked against the kernel's trusted keyrings, the module's own and the loaded policy's, a
 //! policy's signature checked against the policy keys, and revocation through the `.blacklist`
 //! keyring.

@@ -8,7 +8,6 @@
 #include <linux/err.h>
 #include <linux/key.h>
 #include <linux/slab.h>
-#include <keys/asymmetric-type.h>
 
 #include "shim.h"
 

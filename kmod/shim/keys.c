@@ -6,10 +6,8 @@
  * against the policy keys; revocation through .blacklist.
  */
 
-#include <linux/cred.h>
 #include <linux/err.h>
 #include <linux/key.h>
-#include <linux/slab.h>
 #include <linux/verification.h>
 #include <keys/asymmetric-type.h>
 #include <keys/system_keyring.h>

@@ -91,7 +91,7 @@ impl Control {
     }
 }
 
-/// What the module's errno for a refused policy means (kmod/signed_policy.rs).
+/// What the module's errno for a refused policy means (kmod/policy.rs).
 fn why(errno: i32) -> &'static str {
     match errno {
         libc::EKEYREJECTED => "it is not signed by a policy key the module trusts, or its signature does not verify",

@@ -75,7 +75,7 @@ impl Untrusted {
     }
 }
 
-/// `filesystems`: what applies where (kmod/filesystem.rs).
+/// `filesystems`: what applies where (crates/elfsig-core/src/filesystem.rs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filesystems {
     /// The filesystem types whose verdicts the module caches; every other one's files are
