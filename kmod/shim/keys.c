@@ -20,14 +20,20 @@ static struct key *elfsig_keyring;
 /* The keys policies must be signed by (certificates embedded at build time for that alone). */
 static struct key *elfsig_policy_keyring;
 
-int elfsig_shim_keyring_init(void)
+/* Makes the keyring `name` into `*slot`; 0 or a negative errno. */
+static int elfsig_keyring_init(struct key **slot, const char *name)
 {
-	struct key *keyring = elfsig_keyring_new(".elfsig");
+	struct key *keyring = elfsig_keyring_new(name);
 
 	if (IS_ERR(keyring))
 		return PTR_ERR(keyring);
-	elfsig_keyring = keyring;
+	*slot = keyring;
 	return 0;
+}
+
+int elfsig_shim_keyring_init(void)
+{
+	return elfsig_keyring_init(&elfsig_keyring, ".elfsig");
 }
 
 void elfsig_shim_keyring_exit(void)
@@ -43,12 +49,7 @@ int elfsig_shim_add_cert(const u8 *der, size_t len)
 
 int elfsig_shim_policy_keyring_init(void)
 {
-	struct key *keyring = elfsig_keyring_new(".elfsig_policy");
-
-	if (IS_ERR(keyring))
-		return PTR_ERR(keyring);
-	elfsig_policy_keyring = keyring;
-	return 0;
+	return elfsig_keyring_init(&elfsig_policy_keyring, ".elfsig_policy");
 }
 
 int elfsig_shim_policy_add_key(const u8 *der, size_t len)
