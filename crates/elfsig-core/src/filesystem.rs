@@ -257,6 +257,37 @@ mod tests {
         assert_eq!(admit(&unsealable, Untrusted::Refuse), Err(Refusal::Unsealed));
     }
 
+    /// The shim reads the facts off the inode and names them in `kmod/shim/shim.h`; the two
+    /// lists must agree bit for bit, or the module would judge one fact as another.
+    #[test]
+    fn the_facts_are_the_shims() {
+        let shim = include_str!("../../../kmod/shim/shim.h");
+        let bit = |name: &str| -> Option<u32> {
+            let line = shim.lines().find(|l| l.starts_with(&std::format!("#define ELFSIG_FACT_{name}\t")))?;
+            let shift = line.split("(1u << ").nth(1)?.split(')').next()?;
+            Some(1 << shift.parse::<u32>().ok()?)
+        };
+        let ours = [
+            ("IVERSION", Facts::IVERSION),
+            ("SETTLED", Facts::SETTLED),
+            ("HANDLE", Facts::HANDLE),
+            ("STACKED", Facts::STACKED),
+            ("USERNS", Facts::USERNS),
+            ("UNVERIFIABLE", Facts::UNVERIFIABLE),
+            ("INTERNAL", Facts::INTERNAL),
+            ("SEALABLE", Facts::SEALABLE),
+            ("WRITABLY_MAPPED", Facts::WRITABLY_MAPPED),
+            ("WRITERS", Facts::WRITERS),
+            ("NO_WRITEBACK", Facts::NO_WRITEBACK),
+            ("STALE_OPEN", Facts::STALE_OPEN),
+        ];
+        for (name, value) in ours {
+            assert_eq!(bit(name), Some(value), "ELFSIG_FACT_{name}");
+        }
+        let defined = shim.lines().filter(|l| l.starts_with("#define ELFSIG_FACT_")).count();
+        assert_eq!(defined, ours.len(), "a fact the shim names that elfsig-core does not");
+    }
+
     #[test]
     fn the_control_file_lists_the_policy() {
         let mut out = String::new();
