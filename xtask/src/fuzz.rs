@@ -185,7 +185,10 @@ fn write_corpus() -> Result<PathBuf> {
             seeds.push((program.to_owned(), bytes));
         }
     }
-    let signed = sign_copies(&seeds)?;
+    let mut signed = sign_copies(&seeds, &[], "signed")?;
+    // Signatures that grant entitlements: version 2 records.
+    let entitled = ["--entitle", "jit", "--entitle", "debugger"];
+    signed.extend(sign_copies(seeds.get(..4).unwrap_or(&seeds), &entitled, "entitled")?);
     for (name, bytes) in seeds.iter().chain(&signed) {
         write(&parse.join(name), bytes)?;
         write(&roundtrip.join(name), bytes)?;
@@ -346,27 +349,36 @@ fn throwaway_key(elfsig: &Path, dir: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((key, cert))
 }
 
-/// Signs a copy of each seed with a throwaway key, using the real CLI.
-fn sign_copies(seeds: &[(String, Vec<u8>)]) -> Result<Vec<(String, Vec<u8>)>> {
-    let work = paths::target().join("fuzz-corpus-signing");
+/// Signs a copy of each seed with a throwaway key and `options`, using the real CLI; the copies
+/// are named `<seed>.<suffix>`.
+fn sign_copies(seeds: &[(String, Vec<u8>)], options: &[&str], suffix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let work = paths::target().join(format!("fuzz-corpus-{suffix}"));
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let elfsig = crate::tools::build_cli()?;
     let (key, cert) = throwaway_key(&elfsig, &work)?;
     let mut files = Vec::new();
     for (name, bytes) in seeds {
-        let path = work.join(format!("{name}.signed"));
+        let path = work.join(format!("{name}.{suffix}"));
         write(&path, bytes)?;
         files.push(path);
     }
     // Some seeds (files without program headers that elflint would reject, ...) may not be
     // signable; the ones that are make the signed half of the corpus.
-    let _ = Cmd::new(&elfsig).args(["-q", "sign", "--key"]).arg(&key).arg("--cert").arg(&cert).args(&files).run();
+    let _ = Cmd::new(&elfsig)
+        .args(["-q", "sign"])
+        .args(options)
+        .arg("--key")
+        .arg(&key)
+        .arg("--cert")
+        .arg(&cert)
+        .args(&files)
+        .run();
     let mut signed = Vec::new();
     for (path, (name, original)) in files.iter().zip(seeds) {
         let bytes = fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if bytes != *original {
-            signed.push((format!("{name}.signed"), bytes));
+            signed.push((format!("{name}.{suffix}"), bytes));
         }
     }
     Ok(signed)

@@ -318,6 +318,12 @@ pub struct SignArgs {
     /// Write the signed file here instead of replacing FILE (one FILE only).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
+    /// Entitle the program, in its signature, to what the kernel otherwise refuses: `jit`
+    /// (make memory executable at run time) or `debugger` (write other processes' code); may
+    /// be repeated. `none` grants nothing. Without it, a signed file re-signed keeps what its
+    /// signature granted.
+    #[arg(long, value_name = "ENTITLEMENT", value_parser = parse_entitlement)]
+    pub entitle: Vec<Option<elfsig_core::Entitlement>>,
     /// The files to sign.
     #[command(flatten)]
     pub targets: TargetArgs,
@@ -383,6 +389,18 @@ pub struct RemoveArgs {
     /// Files to restore to what they were before signing.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+}
+
+/// An entitlement's name, or `none` (`None`).
+fn parse_entitlement(value: &str) -> Result<Option<elfsig_core::Entitlement>, String> {
+    use elfsig_core::Entitlement;
+    if value == "none" {
+        return Ok(None);
+    }
+    Entitlement::from_name(value.as_bytes()).map(Some).ok_or_else(|| {
+        let names: Vec<&str> = Entitlement::ALL.iter().map(|e| e.name()).collect();
+        format!("must be one of {}, or none", names.join(", "))
+    })
 }
 
 fn parse_bits(value: &str) -> Result<usize, String> {

@@ -314,8 +314,8 @@ fn a_signature_with_an_unsupported_format_version_is_refused() {
     let scratch = Scratch::new();
     let (file, signed, offset, _) = signed_ls(&scratch);
     assert_eq!(u16_at(&signed, offset + 8), 1, "the format version is at payload offset + 8");
-    fs::write(&file, patched(&signed, |b| b[offset + 8] = 2)).unwrap();
-    assert_refused(&file, &unsupported_format_version(2), Some("malformed_signature"));
+    fs::write(&file, patched(&signed, |b| b[offset + 8] = 3)).unwrap();
+    assert_refused(&file, &unsupported_format_version(3), Some("malformed_signature"));
 }
 
 #[test]

@@ -95,6 +95,8 @@ pub enum SignatureError {
     UnsupportedHash(u16),
     /// A reserved field of the record is not zero.
     ReservedNotZero,
+    /// A version 2 record names entitlements this parser does not know (these bits), or none.
+    UnknownEntitlements(u32),
     /// The payload lies inside a segment, where a loader would map it.
     PayloadInSegment,
     /// The record contradicts itself (payload outside the signed length, original file longer
@@ -273,6 +275,8 @@ impl fmt::Display for SignatureError {
             SignatureError::UnsupportedVersion(v) => write!(f, "unsupported format version {v}"),
             SignatureError::UnsupportedHash(h) => write!(f, "unsupported hash algorithm {h}"),
             SignatureError::ReservedNotZero => f.write_str("reserved field of the signed record is not zero"),
+            SignatureError::UnknownEntitlements(0) => f.write_str("version 2 signed record without entitlements"),
+            SignatureError::UnknownEntitlements(bits) => write!(f, "unknown entitlements {bits:#x} in the signed record"),
             SignatureError::PayloadInSegment => f.write_str("signature payload lies inside a loadable segment"),
             SignatureError::InconsistentRecord => f.write_str("signed record contradicts itself"),
             SignatureError::BadCms => f.write_str("PKCS#7 signature is not well formed"),

@@ -23,7 +23,7 @@ use super::elf::{
 };
 use super::locate::TRAILER_LEN;
 use super::record::{HashAlgorithm, Original};
-use super::{ByteRange, ElfError, Error, SignatureError, SignedRecord};
+use super::{ByteRange, ElfError, Entitlements, Error, SignatureError, SignedRecord};
 
 /// Alignment of each appended piece.
 pub const ALIGN: u64 = 8;
@@ -197,9 +197,16 @@ impl SignedLayout {
         Original { len: self.original_len, sections: self.header.sections }
     }
 
-    /// The record for this layout and digest.
-    pub fn record(&self, hash: HashAlgorithm, digest: [u8; 32]) -> SignedRecord {
-        SignedRecord { hash, signed_len: self.file_len, payload: self.payload, original: self.original(), digest }
+    /// The record for this layout and digest, granting `entitlements`.
+    pub fn record(&self, hash: HashAlgorithm, digest: [u8; 32], entitlements: Entitlements) -> SignedRecord {
+        SignedRecord {
+            hash,
+            signed_len: self.file_len,
+            payload: self.payload,
+            original: self.original(),
+            digest,
+            entitlements,
+        }
     }
 
     /// Number of entries copied from the original section header table.

@@ -41,6 +41,7 @@ pub mod control;
 pub mod der;
 pub mod elf;
 pub mod endian;
+pub mod entitlements;
 pub mod error;
 pub mod filesystem;
 #[cfg(feature = "signer")]
@@ -58,6 +59,7 @@ pub mod view;
 
 pub use elf::{Class, ElfFile, FileHeader, SectionHeader, SectionTable};
 pub use endian::Endian;
+pub use entitlements::{Entitlement, Entitlements};
 pub use error::{ElfError, Error, Reason, SignatureError};
 #[cfg(feature = "signer")]
 pub use layout::{LayoutAnchor, SignedLayout};

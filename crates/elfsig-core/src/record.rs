@@ -11,9 +11,9 @@
 //! | offset | size | field                                   |
 //! |-------:|-----:|-----------------------------------------|
 //! |      0 |    8 | magic `ELFSIGRC`                        |
-//! |      8 |    2 | format version (1)                      |
+//! |      8 |    2 | format version (1 or 2)                 |
 //! |     10 |    2 | hash algorithm (1 = SHA-256)            |
-//! |     12 |    4 | reserved, zero                          |
+//! |     12 |    4 | entitlements (version 2), else zero     |
 //! |     16 |    8 | signed length (the whole file)          |
 //! |     24 |    8 | payload offset                          |
 //! |     32 |    8 | payload length                          |
@@ -27,13 +27,18 @@
 
 use super::elf::SectionFields;
 use super::endian::{array_at, put_at};
+use super::entitlements::Entitlements;
 use super::{ByteRange, Error, SignatureError, SignatureLocation};
 
 /// First bytes of every record.
 pub const RECORD_MAGIC: [u8; 8] = *b"ELFSIGRC";
 
-/// The record format version this crate reads and writes.
+/// The record format version of a record without entitlements: what every verifier since the
+/// first reads, so a signature that grants nothing stays readable by all.
 pub const FORMAT_VERSION: u16 = 1;
+
+/// The record format version that carries entitlements, written only when there are some.
+pub const ENTITLED_VERSION: u16 = 2;
 
 /// Hash algorithm of the digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,12 +94,14 @@ pub struct SignedRecord {
     pub original: Original,
     /// Digest of the signed file without its payload.
     pub digest: [u8; 32],
+    /// What the signer entitles the program to.
+    pub entitlements: Entitlements,
 }
 
 // Field offsets.
 const VERSION: usize = 8;
 const HASH: usize = 10;
-const RESERVED_A: usize = 12;
+const ENTITLEMENTS: usize = 12;
 const SIGNED_LEN: usize = 16;
 const PAYLOAD_OFFSET: usize = 24;
 const PAYLOAD_LEN: usize = 32;
@@ -124,12 +131,20 @@ impl SignedRecord {
             return Err(SignatureError::BadMagic.into());
         }
         let version = u16_at(VERSION).ok_or(malformed)?;
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != ENTITLED_VERSION {
             return Err(SignatureError::UnsupportedVersion(version).into());
         }
         let hash_id = u16_at(HASH).ok_or(malformed)?;
         let hash = HashAlgorithm::from_id(hash_id).ok_or(SignatureError::UnsupportedHash(hash_id))?;
-        if u32_at(RESERVED_A) != Some(0) || u16_at(RESERVED_B) != Some(0) {
+        let bits = u32_at(ENTITLEMENTS).ok_or(malformed)?;
+        let entitlements = match version {
+            // One encoding per meaning: what grants nothing is a version 1 record.
+            ENTITLED_VERSION if bits == 0 => return Err(SignatureError::UnknownEntitlements(0).into()),
+            ENTITLED_VERSION => Entitlements::from_bits(bits).ok_or(SignatureError::UnknownEntitlements(bits))?,
+            _ if bits != 0 => return Err(SignatureError::ReservedNotZero.into()),
+            _ => Entitlements::NONE,
+        };
+        if u16_at(RESERVED_B) != Some(0) {
             return Err(SignatureError::ReservedNotZero.into());
         }
         let record = SignedRecord {
@@ -149,6 +164,7 @@ impl SignedRecord {
                 },
             },
             digest: array_at(bytes, DIGEST).ok_or(malformed)?,
+            entitlements,
         };
         // The signer appends everything after the original file, so the original ends before
         // the payload, which ends inside the signed file.
@@ -159,13 +175,23 @@ impl SignedRecord {
         Ok(record)
     }
 
+    /// The format version the record is written in: 2 when it carries entitlements, else 1.
+    pub fn version(&self) -> u16 {
+        if self.entitlements.is_empty() {
+            FORMAT_VERSION
+        } else {
+            ENTITLED_VERSION
+        }
+    }
+
     /// Encodes the record.
     pub fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];
-        let fields: [(usize, &[u8]); 12] = [
+        let fields: [(usize, &[u8]); 13] = [
             (0, &RECORD_MAGIC),
-            (VERSION, &FORMAT_VERSION.to_le_bytes()),
+            (VERSION, &self.version().to_le_bytes()),
             (HASH, &self.hash.id().to_le_bytes()),
+            (ENTITLEMENTS, &self.entitlements.bits().to_le_bytes()),
             (SIGNED_LEN, &self.signed_len.to_le_bytes()),
             (PAYLOAD_OFFSET, &self.payload.offset.to_le_bytes()),
             (PAYLOAD_LEN, &self.payload.len.to_le_bytes()),
@@ -193,6 +219,7 @@ impl SignedRecord {
 
 #[cfg(test)]
 mod tests {
+    use super::super::entitlements::Entitlement as crate_entitlement;
     use super::*;
 
     fn sample() -> SignedRecord {
@@ -205,6 +232,7 @@ mod tests {
                 sections: SectionFields { e_shoff: 7000, e_shentsize: 64, e_shnum: 12, e_shstrndx: 11 },
             },
             digest: [0xab; 32],
+            entitlements: Entitlements::NONE,
         }
     }
 
@@ -224,11 +252,29 @@ mod tests {
             SignedRecord::decode(&b)
         };
         assert_eq!(with(0, b'X'), Err(SignatureError::BadMagic.into()));
-        assert_eq!(with(VERSION, 2), Err(SignatureError::UnsupportedVersion(2).into()));
+        assert_eq!(with(VERSION, 3), Err(SignatureError::UnsupportedVersion(3).into()));
+        assert_eq!(with(VERSION, 2), Err(SignatureError::UnknownEntitlements(0).into()));
         assert_eq!(with(HASH, 9), Err(SignatureError::UnsupportedHash(9).into()));
-        assert_eq!(with(RESERVED_A + 3, 1), Err(SignatureError::ReservedNotZero.into()));
+        assert_eq!(with(ENTITLEMENTS, 1), Err(SignatureError::ReservedNotZero.into()));
+        assert_eq!(with(ENTITLEMENTS + 3, 1), Err(SignatureError::ReservedNotZero.into()));
         assert_eq!(with(RESERVED_B, 1), Err(SignatureError::ReservedNotZero.into()));
         assert_eq!(SignedRecord::decode(&good[..95]), Err(SignatureError::PayloadSize.into()));
+    }
+
+    #[test]
+    fn entitlements_make_a_version_2_record() {
+        let jit = Entitlements::NONE.with(crate_entitlement::Jit);
+        let entitled = SignedRecord { entitlements: jit, ..sample() };
+        let bytes = entitled.encode();
+        assert_eq!(&bytes[VERSION..VERSION + 2], &[2, 0]);
+        assert_eq!(&bytes[ENTITLEMENTS..ENTITLEMENTS + 4], &[1, 0, 0, 0]);
+        assert_eq!(SignedRecord::decode(&bytes), Ok(entitled));
+        // Without entitlements, the record every verifier reads.
+        assert_eq!(&sample().encode()[VERSION..VERSION + 2], &[1, 0]);
+        // A bit no entitlement has is refused, not ignored.
+        let mut unknown = bytes;
+        unknown[ENTITLEMENTS] = 0x05;
+        assert_eq!(SignedRecord::decode(&unknown), Err(SignatureError::UnknownEntitlements(5).into()));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 
 use core::fmt;
 
-use super::{find_signature, ByteRange, ElfFile, Error, Payload, Reason, SignatureLocation, Source};
+use super::{find_signature, ByteRange, ElfFile, Entitlements, Error, Payload, Reason, SignatureLocation, Source};
 
 /// Bytes hashed per read: large enough that reads vanish in the cost of hashing, small enough to
 /// stay in cache (measured in the CLI: 64 KiB chunks hash at 87% of in-memory SHA-256 speed,
@@ -82,6 +82,8 @@ pub struct Verified<S> {
     pub signer: S,
     /// The digest it was signed with.
     pub digest: [u8; 32],
+    /// What its signer entitles it to.
+    pub entitlements: Entitlements,
     /// Where its signature is.
     pub location: SignatureLocation,
 }
@@ -190,7 +192,7 @@ pub fn verify<H: Sha256, T: Trust, F: Source>(
         return Err(Refused { reason: Reason::Modified, detail: Detail::Digest });
     }
     trust.check_revocation(&digest)?;
-    Ok(Verified { signer, digest, location })
+    Ok(Verified { signer, digest, entitlements: record.entitlements, location })
 }
 
 /// SHA-256 of `ranges` of `file`, read in chunks of at most [`CHUNK`] bytes through one buffer.

@@ -12,6 +12,7 @@ use elfsig_core::record::HashAlgorithm;
 use elfsig_core::verify::CHUNK;
 use elfsig_core::view::SignedView;
 use elfsig_core::{
+    Entitlement, Entitlements,
     verify, Detail, ElfError, ElfFile, Error, IoError, Payload, ReadAt, Reason, Refused, Scratch, Sha256, SignedLayout,
     Source, Structure, Trust, Verified,
 };
@@ -111,6 +112,11 @@ impl Scratch for Heap {
 
 /// `data` signed as the core defines signing, with the stand-in blob and the stand-in digest.
 fn sign(data: &[u8]) -> Vec<u8> {
+    sign_entitled(data, Entitlements::NONE)
+}
+
+/// [`sign`], granting `entitlements`.
+fn sign_entitled(data: &[u8], entitlements: Entitlements) -> Vec<u8> {
     let original = ElfFile::parse(&mut &data[..], data.len() as u64).unwrap();
     let cms = invariants::fake_cms(600);
     let layout = SignedLayout::plan(&original, Payload::encoded_len(cms.len()).unwrap() as u64).unwrap();
@@ -123,7 +129,7 @@ fn sign(data: &[u8]) -> Vec<u8> {
         .flat_map(|r| &unsigned[r.offset as usize..][..r.len as usize])
         .copied()
         .collect();
-    let mut payload = layout.record(HashAlgorithm::Sha256, digest_of(&hashed)).encode().to_vec();
+    let mut payload = layout.record(HashAlgorithm::Sha256, digest_of(&hashed), entitlements).encode().to_vec();
     payload.extend_from_slice(&cms);
     invariants::read_all(&mut SignedView::new(&mut source, layout, &payload).unwrap(), layout.file_len)
 }
@@ -160,6 +166,17 @@ fn a_signed_file_verifies_with_its_digest_in_both_structures() {
             assert_eq!(verified.digest, digest_of(&hashed));
             assert_eq!(hashed.len() + verified.location.payload.len as usize, signed.len());
         }
+    }
+}
+
+#[test]
+fn a_signed_file_verifies_with_the_entitlements_its_signer_granted() {
+    let program = program();
+    assert_eq!(run(&sign(&program), Structure::Locate, &mut trust()).unwrap().entitlements, Entitlements::NONE);
+    let granted: Entitlements = Entitlement::ALL.into_iter().collect();
+    for structure in BOTH {
+        let verified = run(&sign_entitled(&program, granted), structure, &mut trust()).unwrap();
+        assert_eq!(verified.entitlements, granted);
     }
 }
 

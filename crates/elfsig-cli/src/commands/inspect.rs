@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use elfsig_core::{Anchor, Class, Endian, Reason};
+use elfsig_core::{Anchor, Class, Endian, Entitlement, Reason};
 use serde::Serialize;
 
 use crate::cli::InspectArgs;
@@ -55,6 +55,8 @@ struct SignatureInfo {
     scheme: &'static str,
     key: String,
     key_bits: usize,
+    /// What the signer entitles the program to, by name (empty for none).
+    entitlements: Vec<&'static str>,
     signer: SignerInfo,
     payload: PayloadInfo,
 }
@@ -137,7 +139,7 @@ fn fill(report: &mut Report, path: &Path) -> Result<(), Error> {
         SignerId::KeyId(id) => SignerInfo { issuer: None, serial: None, key_id: Some(hex::encode(id)) },
     };
     report.signature = Some(SignatureInfo {
-        format_version: elfsig_core::record::FORMAT_VERSION,
+        format_version: record.version(),
         hash_algorithm: record.hash.name(),
         digest: hex::encode(&record.digest),
         signed_length: record.signed_len,
@@ -146,6 +148,7 @@ fn fill(report: &mut Report, path: &Path) -> Result<(), Error> {
         scheme: parsed.algorithm.scheme(),
         key: parsed.key_name(),
         key_bits: parsed.key_bits(),
+        entitlements: record.entitlements.iter().map(Entitlement::name).collect(),
         signer,
         payload: PayloadInfo {
             offset: signature.location.payload.offset,
@@ -172,6 +175,7 @@ fn text(report: &Report) -> String {
         "{file}: signed\n  \
          signer:         {signer}\n  \
          signature:      {key} {scheme}, PKCS#7 detached, format v{version}\n  \
+         entitlements:   {entitlements}\n  \
          digest:         {hash}:{digest}\n  \
          signed length:  {signed} bytes (original {original} bytes)\n  \
          payload:        {size} bytes at offset {offset:#x} ({anchor})",
@@ -179,6 +183,7 @@ fn text(report: &Report) -> String {
         key = s.key,
         scheme = s.scheme,
         version = s.format_version,
+        entitlements = if s.entitlements.is_empty() { "none".to_owned() } else { s.entitlements.join(", ") },
         hash = s.hash_algorithm,
         digest = s.digest,
         signed = s.signed_length,

@@ -27,10 +27,15 @@ pub fn run(args: &VerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
             return Outcome::Skipped(skip);
         }
         match verify_file(path, &trusted) {
-            Ok(verified) => Outcome::Done {
-                line: Some(format!("{}: OK (signed by {})", path.display(), verified.signer.subject())),
-                notes: Vec::new(),
-            },
+            Ok(verified) => {
+                let entitled = if verified.entitlements.is_empty() {
+                    String::new()
+                } else {
+                    format!(", entitled to {}", verified.entitlements)
+                };
+                let line = format!("{}: OK (signed by {}{entitled})", path.display(), verified.signer.subject());
+                Outcome::Done { line: Some(line), notes: Vec::new() }
+            }
             Err(e) => Outcome::Failed(e, None),
         }
     }))
@@ -43,6 +48,8 @@ pub struct Verified<'c> {
     pub signer: &'c TrustedCert,
     /// The digest it was signed with.
     pub digest: [u8; 32],
+    /// What its signer entitles it to.
+    pub entitlements: elfsig_core::Entitlements,
 }
 
 /// Verifies one file against the trusted certificates, after validating its whole layout.
@@ -56,5 +63,5 @@ pub fn verify_open<'c>(file: &OpenFile, trusted: &'c [TrustedCert]) -> Result<Ve
     let verified =
         elfsig_core::verify::<Sha2, _, _>(&mut reader, Structure::ValidateAll, &mut Certificates(trusted), &mut Heap)
             .map_err(|refused| Error::from_refusal(refused, &file.path))?;
-    Ok(Verified { signer: verified.signer, digest: verified.digest })
+    Ok(Verified { signer: verified.signer, digest: verified.digest, entitlements: verified.entitlements })
 }

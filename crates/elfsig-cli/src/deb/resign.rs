@@ -151,7 +151,7 @@ fn rewrite_data(
                 Found::Elf { file, md5, skip: None } => {
                     let mut signed = files::scratch(&file.path)?;
                     let mut hashing = HashingWriter::new(&mut signed);
-                    sign::sign_open(&file, signer, &mut hashing, &file.path)?;
+                    sign::sign_open(&file, signer, sign::Entitle::Keep, &mut hashing, &file.path)?;
                     let (len, new_md5) = (hashing.len, hashing.finish());
                     resigned.signed += 1;
                     files::rewound(&mut signed, &file.path)?;

@@ -67,7 +67,7 @@ pub(crate) fn sign_then_remove_is_identity(data: &[u8]) -> Option<Vec<u8>> {
     // What the signer hashes and writes.
     let mut source: &[u8] = data;
     let unsigned = read_all(&mut SignedView::new(&mut source, layout, &[]).unwrap(), layout.file_len);
-    let record = layout.record(HashAlgorithm::Sha256, [0x11; 32]);
+    let record = layout.record(HashAlgorithm::Sha256, [0x11; 32], elfsig_core::Entitlements::NONE);
     let mut payload = record.encode().to_vec();
     payload.extend_from_slice(&cms);
     let signed = read_all(&mut SignedView::new(&mut source, layout, &payload).unwrap(), layout.file_len);
