@@ -13,6 +13,7 @@ use kernel::prelude::*;
 use crate::cache;
 use crate::elfsig_core::control::{trim, Toggle, LOADER, MODE, UNTRUSTED};
 use crate::elfsig_core::filesystem::{self, Untrusted};
+use crate::glue::file;
 use crate::glue::module::Params;
 use crate::guard::Status;
 use crate::pending;
@@ -179,7 +180,8 @@ fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
     writeln!(out, "cache_used {}", STATE.cache.used())?;
     let active = STATE.guard.status() == Status::Active;
     writeln!(out, "mmap_guard_active {}", u8::from(active))?;
-    writeln!(out, "execs_pending {}", pending::count())
+    writeln!(out, "execs_pending {}", pending::count())?;
+    writeln!(out, "mapped_writes_held {}", file::write_denials_held())
 }
 
 fn read_untrusted(out: &mut Cursor<'_>) -> fmt::Result {

@@ -121,8 +121,11 @@ fn check_queried_program(file: FileRef<'_>) -> c_int {
 
 /// Decides a file mapped with `PROT_EXEC` (the guard's `mmap_file` program, before the mapping
 /// exists): 0 allows it, `-EACCES` refuses it. The file must verify as a program would, through
-/// the same cache; a dynamic loader is mapped like any library. Files that are not regular
-/// (devices) are not file contents, and are left alone as IMA leaves them.
+/// the same cache; a dynamic loader is mapped like any library. Writers to it are refused
+/// before it is looked at and, once it verified, until the file is released (the mapping holds
+/// it), as exec refuses them to a program: no writer can appear between the verdict and the
+/// mapping, whatever the scheduler does. Files that are not regular (devices) are not file
+/// contents, and are left alone as IMA leaves them.
 pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
     if STATE.guard.seen() {
         // The guard runs from now on, its key hook with it: what was cached before may have
@@ -135,7 +138,16 @@ pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
     let stats = &STATE.stats;
     Stats::add(&stats.mmap_checked, 1);
     let mut name = KVec::new();
-    if let Err(failure) = verdict::check_file(file, &mut name) {
+    let outcome = file
+        .deny_writes()
+        .map_err(|_| Failure::new(Reason::OpenForWriting))
+        .and_then(|writers_refused| {
+            verdict::check_file(file, &mut name)?;
+            writers_refused
+                .hold_until_released()
+                .map_err(Failure::error)
+        });
+    if let Err(failure) = outcome {
         if report(file, failure, Access::Mmap) {
             Stats::add(&stats.mmap_denied, 1);
             return EACCES.to_errno();

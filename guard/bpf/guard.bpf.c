@@ -6,7 +6,8 @@
  *
  * The programs only choose what to ask about; the module decides, counts and logs, in enforce
  * and permissive mode alike. A third program tells the module of revocations, a fourth asks it
- * about execveat(AT_EXECVE_CHECK), a fifth about opening a file for writing.
+ * about execveat(AT_EXECVE_CHECK), a fifth about opening a file for writing, a sixth tells it
+ * of files released.
  */
 
 #include "types.h"
@@ -24,6 +25,7 @@ extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma) __ksym;
 extern void elfsig_kfunc_key_added(struct key *key) __ksym;
 extern int elfsig_kfunc_exec_check(struct file *file) __ksym;
 extern int elfsig_kfunc_file_open(struct file *file) __ksym;
+extern void elfsig_kfunc_file_release(struct file *file) __ksym;
 
 /* An errno the module returned, bounded as the verifier wants an LSM program's result. */
 static __always_inline int elfsig_errno(int ret, int otherwise)
@@ -38,7 +40,8 @@ static __always_inline int elfsig_errno(int ret, int otherwise)
 /*
  * A file mapped with PROT_EXEC: binfmt_elf mapping a program and its interpreter, ld.so mapping
  * a program (ld.so ./prog) and its libraries (DT_NEEDED, LD_PRELOAD, dlopen). Sleepable, before
- * mmap_lock: the module may read and verify the file. Anonymous mappings (no file) are let
+ * mmap_lock: the module may read and verify the file, and refuses writers to it until the file
+ * is released (elfsig_file_release). Anonymous mappings (no file) are let
  * through: here, and by the module too, since 6.12's verifier takes `file` for non-NULL (and
  * drops this check) while later ones know it may be NULL (and require it).
  */
@@ -111,6 +114,19 @@ int BPF_PROG(elfsig_file_open, struct file *file, int ret)
 	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
 	return elfsig_errno(elfsig_kfunc_file_open(file), -ETXTBSY);
+}
+
+/*
+ * A file released (its last reference gone): the module refuses writers to a file mapped
+ * executable from its mapping check until then, so that none can appear between the verdict
+ * and the mapping, and lets them back here. Every file's release passes here; the module
+ * looks it up without a lock.
+ */
+SEC("lsm/file_release")
+int BPF_PROG(elfsig_file_release, struct file *file)
+{
+	elfsig_kfunc_file_release(file);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

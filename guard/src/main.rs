@@ -26,9 +26,9 @@ mod skel {
 const USAGE: &str = "usage: elfsig-guard [status]
 
 Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
-key_post_create_or_update, bprm_creds_for_exec and file_open) and hands it to the elfsig kernel
-module, which must be loaded. Needs
-root, and bpf among the kernel's active LSMs. `status` prints the guard's state and attaches
+key_post_create_or_update, bprm_creds_for_exec, file_open and file_release) and hands it to
+the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
+LSMs. `status` prints the guard's state and attaches
 nothing.";
 
 fn main() -> ExitCode {
@@ -91,10 +91,12 @@ fn attach() -> Result<(), String> {
         .map_err(|e| format!("cannot attach to bprm_creds_for_exec: {e}"))?;
     let open_link =
         loaded.progs.elfsig_file_open.attach_lsm().map_err(|e| format!("cannot attach to file_open: {e}"))?;
-    let links = [&mmap_link, &mprotect_link, &key_link, &check_link, &open_link];
+    let release_link =
+        loaded.progs.elfsig_file_release.attach_lsm().map_err(|e| format!("cannot attach to file_release: {e}"))?;
+    let links = [&mmap_link, &mprotect_link, &key_link, &check_link, &open_link, &release_link];
     control::hand_over(&links.map(|l| l.as_fd().as_raw_fd()))?;
     // The module holds the links now: closing ours detaches nothing.
-    drop((mmap_link, mprotect_link, key_link, check_link, open_link, loaded));
+    drop((mmap_link, mprotect_link, key_link, check_link, open_link, release_link, loaded));
 
     let refused = canary::executable_mapping_refused()?;
     let enforcing = control::enforcing()?;

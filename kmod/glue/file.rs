@@ -109,6 +109,8 @@ extern "C" {
     fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
     fn elfsig_shim_deny_writes(file: *mut RawFile, real: *mut *mut RawInode) -> c_int;
     fn elfsig_shim_allow_writes(real: *mut RawInode);
+    fn elfsig_shim_hold_write_denial(file: *const RawFile, real: *mut RawInode) -> c_int;
+    fn elfsig_shim_write_denials_held() -> u64;
     fn elfsig_shim_open_exec(path: *const c_char, err: *mut c_int) -> *mut RawFile;
     fn elfsig_shim_close_exec(file: *mut RawFile);
     fn elfsig_shim_file_is_regular(file: *mut RawFile) -> bool;
@@ -179,9 +181,11 @@ impl<'a> FileRef<'a> {
         let mut real = core::ptr::null_mut();
         // SAFETY: by the type invariant `ptr` is an open file; `real` is a valid out-parameter.
         to_result(unsafe { elfsig_shim_deny_writes(self.as_ptr(), &mut real) })?;
-        // INVARIANT: the shim denied writes to `real`, which the open file keeps alive for `'a`.
+        // INVARIANT: the shim denied writes to `real`, which the open file `ptr` keeps alive
+        // for `'a`.
         NonNull::new(real)
             .map(|real| WriteDenial {
+                file: self.ptr,
                 real,
                 _life: PhantomData,
             })
@@ -227,11 +231,43 @@ impl<'a> FileRef<'a> {
 ///
 /// # Invariants
 ///
-/// `real` is an inode whose `i_writecount` the shim decremented, kept alive for `'a` by an open
-/// file.
+/// `real` is an inode whose `i_writecount` the shim decremented, kept alive for `'a` by the open
+/// file `file`, whose data it holds.
 pub(crate) struct WriteDenial<'a> {
+    file: NonNull<RawFile>,
     real: NonNull<RawInode>,
     _life: PhantomData<&'a RawInode>,
+}
+
+impl WriteDenial<'_> {
+    /// Keeps writers refused until the file is released (the mapping guard's `file_release`
+    /// program gives the refusal back: `shim/write_denials.c`) instead of until dropped. When
+    /// the file holds a refusal already, or the module does not hold the guard's links (so
+    /// that nothing would give it back), this one is given back now. Fails with `ENOMEM`. May
+    /// sleep.
+    pub(crate) fn hold_until_released(self) -> Result {
+        // SAFETY: by the type invariant `file` is open and `real` carries a refusal taken on
+        // its data's inode.
+        let ret = unsafe { elfsig_shim_hold_write_denial(self.file.as_ptr(), self.real.as_ptr()) };
+        if ret == 0 {
+            // The shim's table owns the refusal now.
+            core::mem::forget(self);
+            return Ok(());
+        }
+        // Dropped here: the refusal is given back.
+        if ret == code::ENOMEM.to_errno() {
+            Err(code::ENOMEM)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// How many files hold a refusal of writers until their release
+/// ([`WriteDenial::hold_until_released`]).
+pub(crate) fn write_denials_held() -> u64 {
+    // SAFETY: reads one counter of the shim's.
+    unsafe { elfsig_shim_write_denials_held() }
 }
 
 impl Drop for WriteDenial<'_> {

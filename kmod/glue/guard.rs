@@ -11,8 +11,8 @@ use super::to_result;
 
 /// How many hooks the guard's programs attach to, one program on each (`ELFSIG_GUARD_HOOKS`):
 /// `mmap_file`, `file_mprotect`, `key_post_create_or_update`, `bprm_creds_for_exec`,
-/// `file_open`.
-pub(crate) const HOOKS: usize = 5;
+/// `file_open`, `file_release`.
+pub(crate) const HOOKS: usize = 6;
 
 extern "C" {
     fn elfsig_shim_guard_init() -> c_int;

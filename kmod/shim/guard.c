@@ -7,9 +7,10 @@
  * of every revocation, so that cached verdicts need no revocation lookup while the guard runs;
  * a fourth, on bprm_creds_for_exec, answers execveat(AT_EXECVE_CHECK), which no binfmt handler
  * sees; a fifth, on file_open, refuses opening for writing a file that a process maps
- * executable. elfsig-guard then hands the programs' links to the module through the `guard`
- * control file; the module keeps a reference to each, so the guard outlives its loader, and
- * no one but the module can detach it (LSM links have no detach).
+ * executable; a sixth, on file_release, lets writers at a file again that refused them from
+ * its mapping check on (write_denials.c). elfsig-guard then hands the programs' links to the
+ * module through the `guard` control file; the module keeps a reference to each, so the guard
+ * outlives its loader, and no one but the module can detach it (LSM links have no detach).
  *
  * A program that calls a module's kfunc holds a reference on that module: while the module
  * holds the links, it cannot be unloaded. Writing `release` to `guard` drops them (refused
@@ -86,6 +87,15 @@ int elfsig_shim_guard_exec_check(struct file *file)
 }
 
 /*
+ * file_release, of every file in the system: the writers refused since its mapping check may
+ * come back (write_denials.c). Does not sleep.
+ */
+void elfsig_shim_guard_file_release(struct file *file)
+{
+	elfsig_shim_file_released(file);
+}
+
+/*
  * Whether any process maps the inode's pages executable. The tree is walked under
  * i_mmap_rwsem (the hooks that call this may sleep); the mappings of an overlayfs file are in
  * its real inode's tree, under the backing file.
@@ -138,6 +148,7 @@ BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_key_added, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_exec_check, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_open, KF_SLEEPABLE | KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_file_release, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
 /* LSM programs only, as fs/bpf_fs_kfuncs.c does for its kfuncs. */
@@ -196,6 +207,8 @@ static int elfsig_guard_hook(const struct bpf_link *link)
 		return ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC;
 	if (!strcmp(name, "bpf_lsm_file_open"))
 		return ELFSIG_GUARD_FILE_OPEN;
+	if (!strcmp(name, "bpf_lsm_file_release"))
+		return ELFSIG_GUARD_FILE_RELEASE;
 	return -EINVAL;
 }
 
@@ -234,6 +247,8 @@ int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 		} else {
 			memcpy(elfsig_guard_links, links, sizeof(links));
 			WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
+			/* file_release's program is held: refusals kept until release come back. */
+			elfsig_shim_write_denials_start();
 		}
 		mutex_unlock(&elfsig_guard_lock);
 	}
@@ -256,6 +271,8 @@ u64 elfsig_shim_guard_generation(void)
 /*
  * Drops the module's links. The programs go once nothing else holds them, and with them their
  * references on this module (after an RCU grace period: unloading may have to wait a moment).
+ * First, while file_release's program still runs, every write refusal the files mapped
+ * executable hold is given back: nothing would give it back later.
  */
 void elfsig_shim_guard_release(void)
 {
@@ -263,6 +280,7 @@ void elfsig_shim_guard_release(void)
 	int hook;
 
 	mutex_lock(&elfsig_guard_lock);
+	elfsig_shim_write_denials_stop();
 	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++) {
 		links[hook] = elfsig_guard_links[hook];
 		elfsig_guard_links[hook] = NULL;

@@ -43,4 +43,9 @@ __bpf_kfunc int elfsig_kfunc_file_open(struct file *file)
 	return elfsig_shim_guard_file_open(file);
 }
 
+__bpf_kfunc void elfsig_kfunc_file_release(struct file *file)
+{
+	elfsig_shim_guard_file_release(file);
+}
+
 __bpf_kfunc_end_defs();

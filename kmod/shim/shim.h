@@ -78,6 +78,7 @@ int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma);
 void elfsig_shim_guard_key_added(struct key *key);
 int elfsig_shim_guard_exec_check(struct file *file);
 int elfsig_shim_guard_file_open(struct file *file);
+void elfsig_shim_guard_file_release(struct file *file);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
@@ -224,6 +225,15 @@ void elfsig_shim_pending_forget(uintptr_t task);
 void elfsig_shim_pending_clear(void);
 u64 elfsig_shim_pending_count(void);
 
+/* ---- write_denials.c: writers refused to files mapped executable until their release ------- */
+
+struct inode;
+int elfsig_shim_hold_write_denial(const struct file *file, struct inode *real);
+void elfsig_shim_file_released(const struct file *file);
+void elfsig_shim_write_denials_start(void);
+void elfsig_shim_write_denials_stop(void);
+u64 elfsig_shim_write_denials_held(void);
+
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
 
 /* The hooks, where the shim keeps the link of the program on each. */
@@ -232,7 +242,8 @@ u64 elfsig_shim_pending_count(void);
 #define ELFSIG_GUARD_KEY_POST_CREATE 2
 #define ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC 3
 #define ELFSIG_GUARD_FILE_OPEN 4
-#define ELFSIG_GUARD_HOOKS 5
+#define ELFSIG_GUARD_FILE_RELEASE 5
+#define ELFSIG_GUARD_HOOKS 6
 
 /* Why the kernel cannot run the guard, besides a negative errno. */
 enum elfsig_guard_unavailable {

@@ -19,7 +19,7 @@ use std::cell::RefCell;
 
 use elfsig_guest::harness::Suite;
 
-use crate::{admin, audit, kernel_log, mapping, signed_policy, unprivileged};
+use crate::{admin, audit, kernel_log, mapping, runtime, signed_policy, unprivileged};
 
 /// Runs every case; true when all passed.
 pub(crate) fn run_all() -> bool {
@@ -40,6 +40,7 @@ pub(crate) fn run_all() -> bool {
     signed_policy::cases(&mut suite);
     audit::cases(&mut suite);
     unprivileged::cases(&mut suite);
+    runtime::cases(&mut suite);
     mapping::release_case(&mut suite);
     mapping::unavailable_case(&mut suite);
     lifecycle::cases(&mut suite);

@@ -13,6 +13,7 @@ mod manifest;
 mod mapping;
 mod mapping_checks;
 mod policy_files;
+mod runtime;
 mod secure_boot;
 mod signed_policy;
 mod stress;

@@ -124,6 +124,24 @@ pub fn map(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io
 }
 
 impl Mapping {
+    /// Changes the whole mapping's protection to `prot` (`mprotect`).
+    pub fn protect(&self, prot: libc::c_int) -> io::Result<()> {
+        // SAFETY: the mapping lives while `self` does, and is `len` bytes long; no Rust
+        // reference covers it, so no access made through one is invalidated.
+        check(unsafe { libc::mprotect(self.addr, self.len, prot) }.into()).map(|_| ())
+    }
+
+    /// Copies the mapping's bytes out, as they are now (through a shared or a private
+    /// mapping not written yet: the file's pages).
+    pub fn read_all(&self) -> Vec<u8> {
+        let mut bytes = vec![0u8; self.len];
+        // SAFETY: the mapping lives while `self` does, is `len` bytes long, and no Rust
+        // reference covers it; the caller mapped it readable (else the process faults, as a
+        // test wants to see).
+        unsafe { std::ptr::copy_nonoverlapping(self.addr.cast::<u8>(), bytes.as_mut_ptr(), self.len) };
+        bytes
+    }
+
     /// Copies `bytes` into the mapping at `offset` (it must be mapped writable): through a
     /// shared mapping, into the file's pages.
     pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> io::Result<()> {
