@@ -105,6 +105,7 @@ impl FileId {
 extern "C" {
     fn elfsig_shim_file_size(file: *mut RawFile) -> u64;
     fn elfsig_shim_file_read(file: *mut RawFile, buf: *mut u8, len: usize, pos: u64) -> isize;
+    fn elfsig_shim_killed() -> bool;
     fn elfsig_shim_file_id(file: *mut RawFile, id: *mut FileId);
     fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
     fn elfsig_shim_deny_writes(file: *mut RawFile, real: *mut *mut RawInode) -> c_int;
@@ -278,9 +279,14 @@ impl Drop for WriteDenial<'_> {
     }
 }
 
-/// Reads through `kernel_read`.
+/// Reads through `kernel_read`. A task being killed reads no more (`EINTR`): verifying a huge
+/// file stops at its next chunk when the exec's task gets `SIGKILL`, and is refused.
 impl ReadSomeAt for FileRef<'_> {
     fn read_some_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        // SAFETY: reads the current task's signal state.
+        if unsafe { elfsig_shim_killed() } {
+            return Err(IoError::Errno(code::EINTR.to_errno().saturating_neg()));
+        }
         // SAFETY: by the type invariant `ptr` is an open file; `buf` is valid and writable
         // for its length.
         let n =

@@ -75,6 +75,12 @@ void elfsig_shim_fault_remove(void) {}
 static bool elfsig_read_should_fail(size_t len) { return false; }
 #endif
 
+/* Whether the current task has a fatal signal pending (SIGKILL): it will never run again. */
+bool elfsig_shim_killed(void)
+{
+	return fatal_signal_pending(current);
+}
+
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
 {
 	loff_t off = pos;

@@ -100,6 +100,7 @@ u64 elfsig_shim_now_ns(void);
 
 u64 elfsig_shim_file_size(struct file *file);
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos);
+bool elfsig_shim_killed(void);
 struct inode;
 /* Without the file handle, and safe in atomic context (the end of an exec). */
 void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id);

@@ -104,6 +104,30 @@ pub fn execve_check(file: &File) -> io::Result<()> {
     check(ret).map(|_| ())
 }
 
+/// `command`, which is to be killed by its own `SIGALRM` (default action: the whole process
+/// dies, as from `SIGKILL`) `after` it starts: an interval timer, which `execve` keeps, armed
+/// in the child just before it execs.
+pub fn with_alarm(command: &mut std::process::Command, after: std::time::Duration) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let timer = libc::itimerval {
+        it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 },
+        it_value: libc::timeval {
+            tv_sec: libc::time_t::try_from(after.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_usec: libc::suseconds_t::from(after.subsec_micros().max(1)),
+        },
+    };
+    // SAFETY: setitimer is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        })
+    }
+}
+
 /// A mapping of a file, unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {

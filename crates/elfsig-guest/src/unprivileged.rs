@@ -12,7 +12,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 
 use elfsig_fixtures::GUARD_LIBRARY;
@@ -20,8 +20,9 @@ use elfsig_guest::harness::{
     Context, Outcome, Suite, counters_grew, ensure, grew, read, refused, run, runs, stats, write_control,
 };
 use elfsig_guest::image::{
-    BTRFS_IMAGE, BUSYBOX, EXPECTED, GUARD_PROBE, HELLO, HELLO_OUTPUT, HELLO_UNSIGNED, HELLO32, HELLO32_UNSIGNED,
-    LIB_SIGNED, LIB_UNSIGNED, OBJECT, SCRIPT_SIGNED_INTERPRETER, SCRIPT_UNSIGNED_INTERPRETER, SIGNED,
+    BTRFS_IMAGE, BUSYBOX, CERT, ELFSIG, EXPECTED, GUARD_PROBE, HELLO, HELLO_OUTPUT, HELLO_UNSIGNED, HELLO32,
+    HELLO32_UNSIGNED, KEY, LIB_SIGNED, LIB_UNSIGNED, OBJECT, SCRIPT_SIGNED_INTERPRETER, SCRIPT_UNSIGNED_INTERPRETER,
+    SIGNED,
 };
 use elfsig_guest::system::{self, AuditDaemon, INTEGRITY_DATA, audit_fields};
 
@@ -177,6 +178,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("btrfs_subvolumes_never_share_a_verdict", btrfs_subvolumes);
     suite.case("execveat_check_answers_as_execve", execve_check);
     suite.case("failed_execs_never_make_another_users_execs_fail", lingering_failed_execs);
+    suite.case("an_exec_killed_while_its_file_is_hashed_stops_hashing", killed_while_hashed);
     suite.case("unsigned_32_bit_programs_refused", thirty_two_bit);
 }
 
@@ -752,6 +754,51 @@ fn lingering_failed_execs() -> Outcome {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     Err(format!("{left} entries of execs under way remain after the processes ended"))
+}
+
+/// A huge signed program costs a full hash at its first exec. Killed while the module hashes
+/// it, the user's exec stops at the next chunk and is refused, instead of keeping the task
+/// unkillable for the whole hash (minutes for 4 GiB under TCG). The kill comes from the task's
+/// own interval timer, which exec keeps until the new program begins: a fatal signal that lands
+/// in the middle of the hash however the single vCPU is scheduled (a parent watching the
+/// counters may not run again before the hash ends). It is aimed at a third of the time a
+/// whole verification took; the test asserts no time, only that the killed exec hashed part
+/// of the file and was refused.
+fn killed_while_hashed() -> Outcome {
+    /// Zeros after the program: long enough to hash for a second or more under TCG.
+    const PADDING: usize = 128 << 20;
+    let dir = user_dir("huge")?;
+    let program = format!("{dir}/huge");
+    let mut bytes = read(HELLO_UNSIGNED)?;
+    bytes.resize(bytes.len() + PADDING, 0);
+    user_file(&program, &bytes)?;
+    drop(bytes);
+    runs(ELFSIG, &["sign", "-q", "--key", KEY, "--cert", CERT, &program], None)?;
+    let as_user = || {
+        let mut command = Command::new(&program);
+        command.uid(USER).gid(USER);
+        command
+    };
+    // Whole: it runs, and the module hashes all but the payload.
+    let before = stats()?;
+    let started = std::time::Instant::now();
+    let out = as_user().output().context("exec the huge program")?;
+    let whole = started.elapsed();
+    ensure(out.status.success() && out.stdout == HELLO_OUTPUT, || format!("the huge program: {}", out.status))?;
+    let full = grew(&before, &stats()?, "bytes_hashed");
+    ensure(full > PADDING as u64, || format!("the first exec hashed {full} bytes"))?;
+    // Killed a third of the way in, with the verdict cache emptied so that it hashes again.
+    runs(ELFSIG, &["-q", "flush"], None)?;
+    let before = stats()?;
+    let status = system::with_alarm(&mut as_user(), whole / 3).status().context("exec it again")?;
+    let after = stats()?;
+    ensure(status.signal() == Some(libc::SIGALRM), || format!("the exec ended with {status}, not killed"))?;
+    let hashed = grew(&before, &after, "bytes_hashed");
+    ensure(hashed > 0 && hashed < full, || {
+        format!("the killed exec hashed {hashed} bytes of {full}: it did not stop as it was killed")
+    })?;
+    counters_grew(&before, &after, &[("denied", 1), ("allowed", 0)])?;
+    std::fs::remove_file(&program).context("remove the huge program")
 }
 
 /// 32-bit programs reach the handler like 64-bit ones: unsigned refused, signed run where the
