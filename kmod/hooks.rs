@@ -124,8 +124,9 @@ fn check_queried_program(file: FileRef<'_>) -> c_int {
 /// the same cache; a dynamic loader is mapped like any library. Writers to it are refused
 /// before it is looked at and, once it verified, until the file is released (the mapping holds
 /// it), as exec refuses them to a program: no writer can appear between the verdict and the
-/// mapping, whatever the scheduler does. Files that are not regular (devices) are not file
-/// contents, and are left alone as IMA leaves them.
+/// mapping, whatever the scheduler does. In permissive mode the refusal ends with the check, and
+/// the `file_open` program logs and allows the writers that come after. Files that are not
+/// regular (devices) are not file contents, and are left alone as IMA leaves them.
 pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
     if STATE.guard.seen() {
         // The guard runs from now on, its key hook with it: what was cached before may have
@@ -143,6 +144,9 @@ pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
         .map_err(|_| Failure::new(Reason::OpenForWriting))
         .and_then(|writers_refused| {
             verdict::check_file(file, &mut name)?;
+            if !STATE.enforcing() {
+                return Ok(());
+            }
             writers_refused
                 .hold_until_released()
                 .map_err(Failure::error)

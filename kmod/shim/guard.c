@@ -26,6 +26,7 @@
 #include <linux/key-type.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/mount.h>
 #include <linux/rbtree.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
@@ -48,6 +49,14 @@ MODULE_IMPORT_NS(BPF_INTERNAL);
 int elfsig_shim_guard_mmap_file(struct file *file)
 {
 	if (!file)
+		return 0;
+	/*
+	 * do_mmap() refuses PROT_EXEC on a noexec mount after this hook (path_noexec(), which is
+	 * not exported): nothing to verify, and no write refusal to keep for a mapping that will
+	 * not exist.
+	 */
+	if ((file->f_path.mnt->mnt_flags & MNT_NOEXEC) ||
+	    (file->f_path.mnt->mnt_sb->s_iflags & SB_I_NOEXEC))
 		return 0;
 	return elfsig_check_mapping(file);
 }
@@ -151,12 +160,55 @@ BTF_ID_FLAGS(func, elfsig_kfunc_file_open, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_release, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
-/* LSM programs only, as fs/bpf_fs_kfuncs.c does for its kfuncs. */
+/* The hooks' functions, indexed by ELFSIG_GUARD_*. */
+static const char *const elfsig_guard_hooks[ELFSIG_GUARD_HOOKS] = {
+	[ELFSIG_GUARD_MMAP_FILE] = "bpf_lsm_mmap_file",
+	[ELFSIG_GUARD_FILE_MPROTECT] = "bpf_lsm_file_mprotect",
+	[ELFSIG_GUARD_KEY_POST_CREATE] = "bpf_lsm_key_post_create_or_update",
+	[ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC] = "bpf_lsm_bprm_creds_for_exec",
+	[ELFSIG_GUARD_FILE_OPEN] = "bpf_lsm_file_open",
+	[ELFSIG_GUARD_FILE_RELEASE] = "bpf_lsm_file_release",
+};
+
+/* The kfunc each hook's program calls, in the same order. */
+BTF_ID_LIST(elfsig_kfunc_by_hook)
+BTF_ID(func, elfsig_kfunc_mmap_file)
+BTF_ID(func, elfsig_kfunc_file_mprotect)
+BTF_ID(func, elfsig_kfunc_key_added)
+BTF_ID(func, elfsig_kfunc_exec_check)
+BTF_ID(func, elfsig_kfunc_file_open)
+BTF_ID(func, elfsig_kfunc_file_release)
+
+/* Which of the guard's hooks `prog` is an LSM program on, or -EINVAL. */
+static int elfsig_lsm_hook(const struct bpf_prog *prog)
+{
+	const char *name = prog->aux->attach_func_name;
+	int hook;
+
+	if (prog->type != BPF_PROG_TYPE_LSM || !name)
+		return -EINVAL;
+	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+		if (!strcmp(name, elfsig_guard_hooks[hook]))
+			return hook;
+	return -EINVAL;
+}
+
+/*
+ * Each kfunc only from the LSM program on its own hook: what the module does with the file
+ * depends on the hook it comes from (the table of write_denials.c takes a file from mmap_file
+ * and gives it back from file_release, which must see every file it took). The verifier asks
+ * while it checks the program, once its attach point is known.
+ */
 static int elfsig_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 {
-	if (!btf_id_set8_contains(&elfsig_kfunc_ids, kfunc_id) || prog->type == BPF_PROG_TYPE_LSM)
+	int hook;
+
+	if (!btf_id_set8_contains(&elfsig_kfunc_ids, kfunc_id))
 		return 0;
-	return -EACCES;
+	hook = elfsig_lsm_hook(prog);
+	if (hook < 0 || elfsig_kfunc_by_hook[hook] != kfunc_id)
+		return -EACCES;
+	return 0;
 }
 
 static const struct btf_kfunc_id_set elfsig_kfunc_set = {
@@ -193,23 +245,10 @@ static u64 elfsig_guard_generation;
 static int elfsig_guard_hook(const struct bpf_link *link)
 {
 	const struct bpf_prog *prog = link->prog;
-	const char *name = prog->aux->attach_func_name;
 
-	if (link->type != BPF_LINK_TYPE_TRACING || prog->type != BPF_PROG_TYPE_LSM || !name)
+	if (link->type != BPF_LINK_TYPE_TRACING)
 		return -EINVAL;
-	if (!strcmp(name, "bpf_lsm_mmap_file"))
-		return ELFSIG_GUARD_MMAP_FILE;
-	if (!strcmp(name, "bpf_lsm_file_mprotect"))
-		return ELFSIG_GUARD_FILE_MPROTECT;
-	if (!strcmp(name, "bpf_lsm_key_post_create_or_update"))
-		return ELFSIG_GUARD_KEY_POST_CREATE;
-	if (!strcmp(name, "bpf_lsm_bprm_creds_for_exec"))
-		return ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC;
-	if (!strcmp(name, "bpf_lsm_file_open"))
-		return ELFSIG_GUARD_FILE_OPEN;
-	if (!strcmp(name, "bpf_lsm_file_release"))
-		return ELFSIG_GUARD_FILE_RELEASE;
-	return -EINVAL;
+	return elfsig_lsm_hook(prog);
 }
 
 /*

@@ -62,11 +62,11 @@ static void elfsig_write_denial_drop(struct elfsig_write_denial *denial)
  * released. 0 when the table took the refusal over; otherwise the caller still owns it and
  * gives it back: -EEXIST when the file holds one already (a second executable mapping of
  * it), -ESRCH when the guard's links are not held (nothing would give it back), -ENOMEM.
- * May sleep.
+ * The entry is charged to the caller's memory cgroup. May sleep.
  */
 int elfsig_shim_hold_write_denial(const struct file *file, struct inode *real)
 {
-	struct elfsig_write_denial *denial = kmalloc(sizeof(*denial), GFP_KERNEL);
+	struct elfsig_write_denial *denial = kmalloc(sizeof(*denial), GFP_KERNEL_ACCOUNT);
 	int err = 0;
 
 	if (!denial)

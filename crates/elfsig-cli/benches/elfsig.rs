@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use elfsig_cli::commands::sign::sign_file;
+use elfsig_cli::commands::sign::{Entitle, sign_file};
 use elfsig_cli::commands::verify::verify_file;
 use elfsig_cli::crypto::cert::{self, TrustedCert};
 use elfsig_cli::crypto::cms::RecordSigner;
@@ -37,7 +37,7 @@ fn setup() -> Setup {
 fn signed_copy(setup: &Setup, name: &str, bytes: &[u8]) -> PathBuf {
     let path = setup.dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
-    sign_file(&path, None, &setup.signer).unwrap();
+    sign_file(&path, None, &setup.signer, Entitle::Keep).unwrap();
     path
 }
 
@@ -115,7 +115,7 @@ fn sign_directory(c: &mut Criterion) {
     };
     let sign_all = |paths: &[(PathBuf, Vec<u8>)], signer: &RecordSigner| {
         paths.par_iter().for_each(|(path, _)| {
-            sign_file(Path::new(path), None, signer).unwrap();
+            sign_file(Path::new(path), None, signer, Entitle::Keep).unwrap();
         })
     };
 
