@@ -4,10 +4,13 @@
 //! its signed bytes and an unsigned payload, while the user's programs map it executable. The
 //! module refuses writers to a file from before its verdict until the file is released, so a
 //! mapping that was allowed holds the signed bytes for as long as it exists, and `dlopen` never
-//! runs the payload, whatever the scheduler does.
+//! runs the payload, whatever the scheduler does. As the attack did, a third thread widens the
+//! window between a mapping's check and its creation by holding the process's `mmap_lock`
+//! (which the mapping must take after its check): without the module's write refusal, a
+//! writer lands its payload in mappings the check allowed.
 
 use std::fs::File;
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,9 +21,23 @@ use elfsig_guest::system;
 
 use crate::unprivileged::{as_user, user_dir};
 
-/// How long each way of mapping races the writer: hundreds of mappings and dozens of
+/// How long each way of mapping races the writer at least: hundreds of mappings and dozens of
 /// `dlopen`s under TCG.
 const RACE: Duration = Duration::from_secs(4);
+
+/// How long it races at most, until both outcomes were seen (on a loaded debug kernel, 4 s
+/// saw 4 mappings allowed).
+const RACE_AT_MOST: Duration = Duration::from_secs(30);
+
+/// Whether to race on: for [`RACE`] at least, then until `seen` says both outcomes were seen, for
+/// [`RACE_AT_MOST`] at most.
+fn racing(started: Instant, seen: impl Fn() -> bool) -> bool {
+    let elapsed = started.elapsed();
+    elapsed < RACE || (elapsed < RACE_AT_MOST && !seen())
+}
+
+/// How much anonymous memory the lock holder faults in, holding `mmap_lock` meanwhile.
+const LOCK_HELD_BY: usize = 16 << 20;
 
 /// What the payload prints when loaded, where the signed library prints
 /// [`GUARD_LIBRARY_LOADED`] (the same length: the payload is the library with that text changed).
@@ -63,39 +80,44 @@ impl Tally {
     }
 }
 
-/// Until `stop`: rewrites `path` in place, the payload and the signed bytes in turn, in storms of
-/// 100 ms, each followed by a calm of 150 ms that leaves the signed bytes (when the last write
-/// of the storm landed), long enough for a `dlopen` under TCG to find them whole: the storms
-/// race the checks, the calms show that signed code still loads.
+/// Until `stop`: rewrites `path` in place, as the attack did, in storms of 100 ms, each followed
+/// by a calm of 150 ms that leaves the signed bytes, long enough for a `dlopen` under TCG to
+/// find them whole (the storms race the checks, the calms show that signed code still loads).
+/// In a storm it opens the file for writing again and again and, each time it may, writes the
+/// payload over the start of the file and the signed bytes back, several times, before it
+/// closes it: a descriptor opened between a mapping's check and the mapping's creation writes
+/// under the mapping for as long as it stays open. The payload is shorter than the signed file,
+/// whose length never changes.
 fn rewrite(path: &str, signed: &[u8], payload: &[u8], stop: &AtomicBool, tally: &Tally) {
     while !stop.load(Ordering::Relaxed) {
         let storm = Instant::now();
-        let mut payload_next = true;
-        // Ends with a signed write: the next one would be the payload.
-        while storm.elapsed() < Duration::from_millis(100) || !payload_next {
-            let bytes = if payload_next { payload } else { signed };
-            match File::options().write(true).truncate(true).open(path) {
-                Ok(mut file) => {
-                    if file.write_all(bytes).is_ok() && payload_next {
-                        tally.payloads_written.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+        while storm.elapsed() < Duration::from_millis(100) {
+            let file = match File::options().write(true).open(path) {
+                Ok(file) => file,
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                     tally.writes_refused.fetch_add(1, Ordering::Relaxed);
+                    continue;
                 }
                 // A refusal of another kind is a finding in itself.
                 Err(e) => panic!("opening the library for writing: {e}"),
+            };
+            for _ in 0..4 {
+                if file.write_all_at(payload, 0).is_ok() {
+                    tally.payloads_written.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_micros(500));
+                let _ = file.write_all_at(signed, 0);
             }
-            payload_next = !payload_next;
         }
         std::thread::sleep(Duration::from_millis(150));
     }
 }
 
-/// Maps `path` executable, as ld.so maps a library's text, until `deadline`: a mapping allowed
+/// Maps `path` executable, as ld.so maps a library's text, for a bounded time ([`racing`]): a mapping allowed
 /// must hold the signed bytes, now and after the writer had time to change them.
-fn map_until(path: &str, signed: &[u8], deadline: Instant, tally: &Tally) -> Outcome {
-    while Instant::now() < deadline {
+fn map_until(path: &str, signed: &[u8], tally: &Tally) -> Outcome {
+    let started = Instant::now();
+    while racing(started, || Tally::get(&tally.mapped) > 0 && Tally::get(&tally.refused) > 0) {
         let file = File::open(path).context("open the library")?;
         match system::map(&file, signed.len(), libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE) {
             Ok(mapping) => {
@@ -124,9 +146,10 @@ fn map_until(path: &str, signed: &[u8], deadline: Instant, tally: &Tally) -> Out
     Ok(())
 }
 
-/// `dlopen`s `path` in a signed program until `deadline`: the payload never runs.
-fn dlopen_until(path: &str, deadline: Instant, tally: &Tally) -> Outcome {
-    while Instant::now() < deadline {
+/// `dlopen`s `path` in a signed program for a bounded time ([`racing`]): the payload never runs.
+fn dlopen_until(path: &str, tally: &Tally) -> Outcome {
+    let started = Instant::now();
+    while racing(started, || Tally::get(&tally.loaded) > 0 && Tally::get(&tally.dlopen_refused) > 0) {
         let out = run(GUARD_PROBE, &["dlopen", path]).context("run guard-probe")?;
         ensure(!out.stdout.starts_with(PAYLOAD_LOADED), || "dlopen ran the payload".into())?;
         match out.status.code() {
@@ -162,11 +185,21 @@ fn racing_writer() -> Outcome {
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             let writer = scope.spawn(|| rewrite(&library, &signed, &payload, &stop, &tally));
-            let mapped = map_until(&library, &signed, Instant::now() + RACE, &tally);
-            let dlopened = mapped.and_then(|()| dlopen_until(&library, Instant::now() + RACE, &tally));
+            let holder = scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    system::hold_mmap_lock(LOCK_HELD_BY)?;
+                }
+                Ok::<(), std::io::Error>(())
+            });
+            let mapped = map_until(&library, &signed, &tally);
+            let dlopened = mapped.and_then(|()| dlopen_until(&library, &tally));
             stop.store(true, Ordering::Relaxed);
             let wrote = writer.join().map_err(|_| "the writer failed".to_owned());
-            dlopened.and(wrote)
+            let held = holder
+                .join()
+                .map_err(|_| "the lock holder panicked".to_owned())
+                .and_then(|held| held.map_err(|e| format!("holding mmap_lock: {e}")));
+            dlopened.and(wrote).and(held)
         })?;
         diagnostic(format_args!(
             "race payloads_written={} writes_refused={} mapped={} refused={} loaded={} dlopen_refused={}",

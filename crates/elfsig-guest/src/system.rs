@@ -186,6 +186,33 @@ impl Mapping {
     }
 }
 
+/// Holds the calling process's `mmap_lock` for reading for a while: faults in every page of an
+/// anonymous private mapping of `len` bytes made for the purpose (`MADV_POPULATE_WRITE`, under
+/// the lock throughout), then gives them back. A mapping made meanwhile by another thread waits
+/// for the lock after its security check.
+pub fn hold_mmap_lock(len: usize) -> io::Result<()> {
+    // SAFETY: a new anonymous mapping chosen by the kernel, never accessed from Rust, and
+    // unmapped below.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: advice on the mapping made above, which nothing else uses.
+    let populated = check(unsafe { libc::madvise(addr, len, libc::MADV_POPULATE_WRITE) }.into());
+    // SAFETY: unmaps the mapping made above, once.
+    unsafe { libc::munmap(addr, len) };
+    populated.map(|_| ())
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmaps a mapping this value made, once.
