@@ -51,7 +51,9 @@ fn granted_entitlements_are_signed_shown_and_verified() {
     assert_eq!(json["signature"]["entitlements"], serde_json::json!(["jit", "debugger"]));
     let text = elfsig().arg("inspect").arg(&file).output().unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("  entitlements:   jit, debugger\n"));
-    verify(&keys("a"), &file).success().stdout(contains("OK (signed by CN=elfsig test key a, entitled to jit,debugger)"));
+    verify(&keys("a"), &file)
+        .success()
+        .stdout(contains("OK (signed by CN=elfsig test key a, entitled to jit,debugger)"));
     // The program still runs as it did.
     assert!(std::process::Command::new(&file).status().unwrap().success());
 }

@@ -276,7 +276,9 @@ impl fmt::Display for SignatureError {
             SignatureError::UnsupportedHash(h) => write!(f, "unsupported hash algorithm {h}"),
             SignatureError::ReservedNotZero => f.write_str("reserved field of the signed record is not zero"),
             SignatureError::UnknownEntitlements(0) => f.write_str("version 2 signed record without entitlements"),
-            SignatureError::UnknownEntitlements(bits) => write!(f, "unknown entitlements {bits:#x} in the signed record"),
+            SignatureError::UnknownEntitlements(bits) => {
+                write!(f, "unknown entitlements {bits:#x} in the signed record")
+            }
             SignatureError::PayloadInSegment => f.write_str("signature payload lies inside a loadable segment"),
             SignatureError::InconsistentRecord => f.write_str("signed record contradicts itself"),
             SignatureError::BadCms => f.write_str("PKCS#7 signature is not well formed"),

@@ -12,9 +12,8 @@ use elfsig_core::record::HashAlgorithm;
 use elfsig_core::verify::CHUNK;
 use elfsig_core::view::SignedView;
 use elfsig_core::{
-    Entitlement, Entitlements,
-    verify, Detail, ElfError, ElfFile, Error, IoError, Payload, ReadAt, Reason, Refused, Scratch, Sha256, SignedLayout,
-    Source, Structure, Trust, Verified,
+    verify, Detail, ElfError, ElfFile, Entitlement, Entitlements, Error, IoError, Payload, ReadAt, Reason, Refused,
+    Scratch, Sha256, SignedLayout, Source, Structure, Trust, Verified,
 };
 use elfsig_fixtures::{self as fixtures, Class, Endian, Spec};
 
