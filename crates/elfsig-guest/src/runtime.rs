@@ -21,12 +21,12 @@ use elfsig_guest::system;
 
 use crate::unprivileged::{as_user, user_dir};
 
-/// How long each way of mapping races the writer at least: hundreds of mappings and dozens of
+/// How long each way of mapping races the writer at least: hundreds of attempts and dozens of
 /// `dlopen`s under TCG.
-const RACE: Duration = Duration::from_secs(4);
+const RACE: Duration = Duration::from_secs(2);
 
 /// How long it races at most, until both outcomes were seen (on a loaded debug kernel, 4 s
-/// saw 4 mappings allowed).
+/// once saw only 4 mappings allowed).
 const RACE_AT_MOST: Duration = Duration::from_secs(30);
 
 /// Whether to race on: for [`RACE`] at least, then until `seen` says both outcomes were seen, for
