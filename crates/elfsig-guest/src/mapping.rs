@@ -209,6 +209,30 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         ensure(log.iter().any(|l| l.contains(&line)), || format!("no {line:?} in the kernel log"))?;
         dlopen_refused(&library(LIB_UNSIGNED), "unsigned")
     });
+    // The write refusal a mapping's check keeps is enforcement too: in permissive mode it ends
+    // with the check, and a writer of a file mapped executable is logged and let through.
+    suite.case("permissive_mode_logs_and_allows_writers_of_mapped_files", || {
+        let path = "/tmp/permissive-mapped.so";
+        write_exec(path, &read(library(LIB_SIGNED))?)?;
+        write_control("mode", "permissive").context("set permissive")?;
+        let before = stats()?;
+        let result = (|| {
+            let file = std::fs::File::open(path).context("open the library")?;
+            let mapping = system::map(&file, 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE)
+                .context("map the signed library executable")?;
+            drop(file);
+            let opened = std::fs::File::options().write(true).open(path).map(drop);
+            let after = stats()?;
+            drop(mapping);
+            opened.context("open the mapped library for writing in permissive mode")?;
+            let held = |s: &elfsig_guest::harness::Stats| s.get("mapped_writes_held").copied().unwrap_or(0);
+            ensure(held(&after) <= held(&before), || "permissive mode kept a write refusal".into())?;
+            counters_grew(&before, &after, &[("writes_refused", 1), ("mmap_denied", 0)])
+        })();
+        write_control("mode", "enforce").context("set enforce")?;
+        result?;
+        std::fs::remove_file(path).context("remove the library")
+    });
 }
 
 /// Tampered copies of the signed library are each refused when mapped, for the reason the same
