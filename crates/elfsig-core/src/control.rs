@@ -58,6 +58,10 @@ pub const UNTRUSTED: Toggle = Toggle { on: "refuse", off: "verify" };
 /// `loader`: whether running the dynamic loader directly is refused.
 pub const LOADER: Toggle = Toggle { on: "deny", off: "allow" };
 
+/// `runtime`: whether the run-time rules (no executable memory that is no signed file's
+/// without the `jit` entitlement) are applied.
+pub const RUNTIME: Toggle = Toggle { on: "enforce", off: "off" };
+
 /// The words of `input`, split at ASCII whitespace.
 pub fn words(input: &[u8]) -> impl Iterator<Item = &[u8]> {
     input.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty())

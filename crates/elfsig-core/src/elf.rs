@@ -10,7 +10,10 @@ mod header;
 mod section;
 mod segment;
 
-pub use exec::{ExecInfo, DT_NULL, DT_SONAME, ET_DYN, MAX_DYNAMIC_ENTRIES, MAX_INTERP_LEN, PT_DYNAMIC, PT_INTERP};
+pub use exec::{
+    ExecInfo, DT_NULL, DT_SONAME, ET_DYN, MAX_DYNAMIC_ENTRIES, MAX_INTERP_LEN, PF_X, PT_DYNAMIC, PT_GNU_STACK,
+    PT_INTERP,
+};
 pub use file::ElfFile;
 pub use header::{Class, FileHeader, SectionFields};
 pub use section::{SectionHeader, SectionTable};

@@ -149,11 +149,19 @@ pub enum Reason {
     /// A policy, not a verification, refuses it: someone has the file open for writing, so
     /// what was verified is not sure to be what runs.
     OpenForWriting,
+    /// A policy, not a verification, refuses it: the program makes memory executable at run
+    /// time (anonymous memory, a mapping writable and executable, an executable stack), which
+    /// the kernel module allows only to programs signed with the `jit` entitlement.
+    NeedsJit,
+    /// A policy, not a verification, refuses it: the program traces another process or opens
+    /// a process's memory for writing (`ptrace`, `process_vm_writev`, `/proc/PID/mem`), which
+    /// the kernel module allows only to programs signed with the `debugger` entitlement.
+    NeedsDebugger,
 }
 
 impl Reason {
     /// Every reason, in the order the kernel module's counters list them.
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 16] = [
         Reason::Unsigned,
         Reason::MalformedElf,
         Reason::MalformedSignature,
@@ -168,6 +176,8 @@ impl Reason {
         Reason::UntrustedMount,
         Reason::Unsealed,
         Reason::OpenForWriting,
+        Reason::NeedsJit,
+        Reason::NeedsDebugger,
     ];
 
     /// The reason's name: the kernel module's counter and log word, and the CLI's `--json`
@@ -188,6 +198,8 @@ impl Reason {
             Reason::UntrustedMount => "untrusted_mount",
             Reason::Unsealed => "unsealed",
             Reason::OpenForWriting => "open_for_writing",
+            Reason::NeedsJit => "needs_jit",
+            Reason::NeedsDebugger => "needs_debugger",
         }
     }
 
@@ -315,6 +327,8 @@ impl fmt::Display for Reason {
             Reason::UntrustedMount => "on a mount the kernel does not trust (a user namespace's, FUSE)",
             Reason::Unsealed => "a memfd or shared memory not sealed against writes",
             Reason::OpenForWriting => "open for writing",
+            Reason::NeedsJit => "makes memory executable without the jit entitlement",
+            Reason::NeedsDebugger => "traces or writes process memory without the debugger entitlement",
         })
     }
 }

@@ -5,7 +5,7 @@
 //! kernel would read.
 #![no_main]
 
-use elfsig_core::control::{self, LOADER, MODE, UNTRUSTED};
+use elfsig_core::control::{self, LOADER, MODE, RUNTIME, UNTRUSTED};
 use elfsig_core::filesystem::{self, Facts, Keeping, Untrusted, CACHED};
 use elfsig_core::script::{self, HEAD_LEN};
 use libfuzzer_sys::fuzz_target;
@@ -31,7 +31,7 @@ fn words(data: &[u8]) {
     assert!(word.first().map_or(true, |b| !b.is_ascii_whitespace()));
     assert!(word.last().map_or(true, |b| !b.is_ascii_whitespace()));
     assert_eq!(control::trim(word), word);
-    for toggle in [MODE, UNTRUSTED, LOADER] {
+    for toggle in [MODE, UNTRUSTED, LOADER, RUNTIME] {
         if let Some(on) = toggle.parse(word) {
             assert_eq!(toggle.word(on).as_bytes(), word);
         }

@@ -1,5 +1,5 @@
 //! What exec makes of an ELF file: the interpreter binfmt_elf will load after it (`PT_INTERP`),
-//! and whether the file is itself a dynamic loader.
+//! whether the file is itself a dynamic loader, and whether its stack is executable.
 //!
 //! A dynamic loader (`ld.so`) is a shared object with no interpreter of its own. Run directly
 //! (`ld.so ./program`), it maps and runs any file it is given, past every exec check; a policy
@@ -15,6 +15,10 @@ use super::{FileHeader, ProgramTable, SectionTable, PN_XNUM};
 pub const PT_DYNAMIC: u32 = 2;
 /// `PT_INTERP`: the ELF interpreter's path.
 pub const PT_INTERP: u32 = 3;
+/// `PT_GNU_STACK`: what the stack's permissions are to be.
+pub const PT_GNU_STACK: u32 = 0x6474_e551;
+/// `PF_X`: a segment's executable flag.
+pub const PF_X: u32 = 1;
 /// `e_type` of shared objects (and of PIE programs).
 pub const ET_DYN: u16 = 3;
 /// `DT_NULL`: ends the dynamic section.
@@ -33,6 +37,10 @@ pub struct ExecInfo {
     pub interpreter: Option<ByteRange>,
     /// A shared object with a `DT_SONAME` and no interpreter: a dynamic loader.
     pub loader: bool,
+    /// Whether exec gives it an executable stack, as binfmt_elf decides: its last
+    /// `PT_GNU_STACK` has `PF_X`, or a 32-bit file has none, and then the kernel makes all the
+    /// readable memory it maps executable too (`READ_IMPLIES_EXEC`).
+    pub executable_stack: bool,
 }
 
 impl ExecInfo {
@@ -45,6 +53,7 @@ impl ExecInfo {
         let table = ProgramTable::new(&header, sections.as_ref(), file_len)?;
         let mut interpreter = None;
         let mut dynamic = None;
+        let mut stack = None;
         for index in 0..table.count {
             let segment = table.entry(file, index)?;
             match segment.p_type {
@@ -56,6 +65,8 @@ impl ExecInfo {
                     interpreter = Some(range);
                 }
                 PT_DYNAMIC if dynamic.is_none() => dynamic = Some(segment.file_range()),
+                // The last one decides, as binfmt_elf reads them.
+                PT_GNU_STACK => stack = Some(segment.p_flags & PF_X != 0),
                 _ => {}
             }
         }
@@ -63,7 +74,8 @@ impl ExecInfo {
             (None, Some(dynamic)) if header.e_type == ET_DYN => has_soname(file, file_len, &header, dynamic)?,
             _ => false,
         };
-        Ok(ExecInfo { interpreter, loader })
+        let executable_stack = stack.unwrap_or(header.class == Class::Elf32);
+        Ok(ExecInfo { interpreter, loader, executable_stack })
     }
 }
 
@@ -101,6 +113,14 @@ mod tests {
     /// A minimal ELF64 little-endian file: header, `phdrs` program headers after it, and
     /// `body` after them.
     fn elf(e_type: u16, phdrs: &[(u32, u64, u64)], body: &[u8]) -> Vec<u8> {
+        let mut with_stack = phdrs.to_vec();
+        with_stack.push((PT_GNU_STACK, 0, 0));
+        elf_with(e_type, &with_stack, 6, body)
+    }
+
+    /// [`elf`] with exactly the program headers given, `PT_GNU_STACK`'s flags being
+    /// `stack_flags`.
+    fn elf_with(e_type: u16, phdrs: &[(u32, u64, u64)], stack_flags: u32, body: &[u8]) -> Vec<u8> {
         let mut out = std::vec![0u8; 64];
         out[..4].copy_from_slice(b"\x7fELF");
         out[4] = 2;
@@ -115,6 +135,9 @@ mod tests {
         for (p_type, offset, len) in phdrs {
             let mut phdr = [0u8; 56];
             phdr[..4].copy_from_slice(&p_type.to_le_bytes());
+            if *p_type == PT_GNU_STACK {
+                phdr[4..8].copy_from_slice(&stack_flags.to_le_bytes());
+            }
             phdr[8..16].copy_from_slice(&offset.to_le_bytes());
             phdr[32..40].copy_from_slice(&len.to_le_bytes());
             out.extend_from_slice(&phdr);
@@ -132,13 +155,13 @@ mod tests {
         ExecInfo::read(&mut file, u64::try_from(bytes.len()).unwrap())
     }
 
-    const BODY_AT: u64 = 64 + 56 * 2;
+    const BODY_AT: u64 = 64 + 56 * 3;
 
     #[test]
     fn a_shared_object_with_a_soname_and_no_interpreter_is_a_loader() {
         let body = dynamic(&[1, DT_SONAME, DT_NULL]);
         let loader = elf(ET_DYN, &[(1, 0, 64), (PT_DYNAMIC, BODY_AT, 48)], &body);
-        assert_eq!(info(&loader), Ok(ExecInfo { interpreter: None, loader: true }));
+        assert_eq!(info(&loader), Ok(ExecInfo { interpreter: None, loader: true, executable_stack: false }));
     }
 
     #[test]
@@ -161,7 +184,11 @@ mod tests {
         let program = elf(ET_DYN, &[(PT_DYNAMIC, BODY_AT, 32), (PT_INTERP, interp_at, 11)], &body);
         assert_eq!(
             info(&program),
-            Ok(ExecInfo { interpreter: Some(ByteRange { offset: interp_at, len: 11 }), loader: false })
+            Ok(ExecInfo {
+                interpreter: Some(ByteRange { offset: interp_at, len: 11 }),
+                loader: false,
+                executable_stack: false
+            })
         );
     }
 
@@ -185,7 +212,42 @@ mod tests {
         let mut far = std::vec![1u64; usize::try_from(MAX_DYNAMIC_ENTRIES).unwrap()];
         far.push(DT_SONAME);
         let body = dynamic(&far);
-        let long = elf(ET_DYN, &[(PT_DYNAMIC, BODY_AT - 56, u64::try_from(body.len()).unwrap())], &body);
+        let long = elf(ET_DYN, &[(PT_DYNAMIC, BODY_AT - 2 * 56, u64::try_from(body.len()).unwrap())], &body);
         assert_eq!(info(&long).map(|i| i.loader), Ok(false));
+    }
+
+    #[test]
+    fn the_stack_is_executable_as_binfmt_elf_makes_it() {
+        let stack =
+            |phdrs: &[(u32, u64, u64)], flags: u32| info(&elf_with(2, phdrs, flags, b"")).map(|i| i.executable_stack);
+        let gnu_stack = (PT_GNU_STACK, 0, 0);
+        assert_eq!(stack(&[gnu_stack], 6), Ok(false));
+        assert_eq!(stack(&[gnu_stack], 7), Ok(true));
+        // The last PT_GNU_STACK decides, as binfmt_elf reads them.
+        let (not_x, x) = ((PT_GNU_STACK, 0, 0), (PT_GNU_STACK, 1, 0));
+        let flags = |phdrs: &[(u32, u64, u64)]| {
+            let mut bytes = elf_with(2, phdrs, 0, b"");
+            // elf_with gives every PT_GNU_STACK the same flags: set each from its offset.
+            for (i, (_, offset, _)) in phdrs.iter().enumerate() {
+                let at = 64 + 56 * i + 4;
+                bytes[at..at + 4].copy_from_slice(&(if *offset == 1 { 7u32 } else { 6 }).to_le_bytes());
+            }
+            info(&bytes).map(|i| i.executable_stack)
+        };
+        assert_eq!(flags(&[not_x, x]), Ok(true));
+        assert_eq!(flags(&[x, not_x]), Ok(false));
+        // None: a 64-bit program's stack is not executable.
+        assert_eq!(stack(&[(1, 0, 64)], 7), Ok(false));
+        // None in a 32-bit file: READ_IMPLIES_EXEC.
+        let mut elf32 = std::vec![0u8; 52];
+        elf32[..4].copy_from_slice(b"\x7fELF");
+        elf32[4] = 1;
+        elf32[5] = 1;
+        elf32[6] = 1;
+        elf32[16..18].copy_from_slice(&2u16.to_le_bytes());
+        elf32[18..20].copy_from_slice(&3u16.to_le_bytes());
+        elf32[40..42].copy_from_slice(&52u16.to_le_bytes());
+        elf32[42..44].copy_from_slice(&32u16.to_le_bytes());
+        assert_eq!(info(&elf32).map(|i| i.executable_stack), Ok(true));
     }
 }
