@@ -42,6 +42,9 @@ pub enum Command {
     /// Show or set (root) what happens to programs and libraries on mounts the kernel does not
     /// trust: a user namespace's (rootless overlayfs, tmpfs) and FUSE.
     Untrusted(UntrustedArgs),
+    /// Show or set (root) whether processes whose program is not signed with the jit
+    /// entitlement are refused executable memory that is no signed file's (W^X).
+    Runtime(RuntimeArgs),
     /// Empty the module's verdict cache (root), after removing a key from a trusted keyring.
     Flush,
     /// Re-sign the ELF files inside Debian packages, or check them before dpkg installs them.
@@ -259,6 +262,23 @@ pub enum LoaderArg {
     Allow,
     /// Refuse running the loader directly.
     Deny,
+}
+
+/// `elfsig runtime`.
+#[derive(Debug, Args)]
+pub struct RuntimeArgs {
+    /// The setting; without it, the setting is shown. Off is refused while locked.
+    #[arg(value_enum)]
+    pub rules: Option<RuntimeArg>,
+}
+
+/// The run-time rules, as the command line names them.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RuntimeArg {
+    /// Refuse executable memory that is no signed file's to programs without jit (the default).
+    Enforce,
+    /// Allow it.
+    Off,
 }
 
 /// `elfsig untrusted`.

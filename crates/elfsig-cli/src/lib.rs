@@ -35,6 +35,7 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Mode(args) => commands::settings::mode(args, cli.quiet),
         Command::Loader(args) => commands::settings::loader(args, cli.quiet),
         Command::Untrusted(args) => commands::settings::untrusted(args, cli.quiet),
+        Command::Runtime(args) => commands::settings::runtime(args, cli.quiet),
         Command::Flush => commands::settings::flush(cli.quiet),
         Command::Deb(args) => commands::deb::run(args, cli.quiet),
         Command::Policy(args) => commands::policy::run(args, cli.quiet),

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::settings::{Filesystems, Guard, Loader, Mode, Untrusted};
+use crate::settings::{Filesystems, Guard, Loader, Mode, Runtime, Untrusted};
 use crate::stats::Stats;
 
 /// Where the module makes its control files.
@@ -108,6 +108,15 @@ impl Control {
         self.parsed("loader", Loader::parse)
     }
 
+    /// Whether executable memory that is no signed file's is refused to processes without
+    /// the `jit` entitlement; `None` for a module that does not say (older than the setting).
+    pub fn runtime(&self) -> Result<Option<Runtime>, Error> {
+        if self.loaded() && !self.path("runtime").exists() {
+            return Ok(None);
+        }
+        self.parsed("runtime", Runtime::parse).map(Some)
+    }
+
     /// What applies to files on mounts the kernel does not trust.
     pub fn untrusted(&self) -> Result<Untrusted, Error> {
         self.parsed("untrusted", Untrusted::parse)
@@ -158,6 +167,15 @@ impl Control {
             return Err(Error::Locked { change });
         }
         self.write("loader", loader.word(), &change)
+    }
+
+    /// Sets the run-time rules. Turning them off is refused while locked.
+    pub fn set_runtime(&self, runtime: Runtime) -> Result<(), Error> {
+        let change = format!("setting the run-time rules to {runtime}");
+        if runtime == Runtime::Off && self.locked_for_sure() {
+            return Err(Error::Locked { change });
+        }
+        self.write("runtime", runtime.word(), &change)
     }
 
     /// Sets what applies to untrusted mounts. Allowing them is refused while locked.

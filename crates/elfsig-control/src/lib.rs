@@ -17,5 +17,5 @@ mod stats;
 pub use dir::{Control, DEFAULT_DIR, DIR_VARIABLE};
 pub use error::Error;
 pub use policy::LoadedPolicy;
-pub use settings::{Filesystems, Guard, Loader, Mode, Untrusted};
+pub use settings::{Filesystems, Guard, Loader, Mode, Runtime, Untrusted};
 pub use stats::Stats;

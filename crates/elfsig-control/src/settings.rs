@@ -50,6 +50,37 @@ impl Loader {
     }
 }
 
+/// `runtime`: whether a process whose program is not signed with the `jit` entitlement is
+/// refused executable memory that is no signed file's (with the mapping guard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// `enforce` (the default): refused (or, in permissive mode, logged).
+    Enforce,
+    /// `off`: allowed.
+    Off,
+}
+
+impl Runtime {
+    /// The control file's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Runtime::Enforce => "enforce",
+            Runtime::Off => "off",
+        }
+    }
+
+    /// The setting a word names.
+    pub fn parse(word: &str) -> Option<Self> {
+        [Runtime::Enforce, Runtime::Off].into_iter().find(|r| r.word() == word)
+    }
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// `untrusted`: what happens to files on mounts the kernel does not trust (a superblock a user
 /// namespace owns, FUSE).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,12 +1,12 @@
-//! `elfsig mode`, `elfsig loader`, `elfsig untrusted` and `elfsig flush`: thin clients of the
-//! module's control files (`elfsig-control`). Without an argument, `mode`, `loader` and
-//! `untrusted` show the setting.
+//! `elfsig mode`, `elfsig loader`, `elfsig untrusted`, `elfsig runtime` and `elfsig flush`: thin
+//! clients of the module's control files (`elfsig-control`). Without an argument, `mode`,
+//! `loader`, `untrusted` and `runtime` show the setting.
 
 use std::process::ExitCode;
 
-use elfsig_control::{Control, Loader, Mode, Untrusted};
+use elfsig_control::{Control, Loader, Mode, Runtime, Untrusted};
 
-use crate::cli::{LoaderArg, LoaderArgs, ModeArg, ModeArgs, UntrustedArg, UntrustedArgs};
+use crate::cli::{LoaderArg, LoaderArgs, ModeArg, ModeArgs, RuntimeArg, RuntimeArgs, UntrustedArg, UntrustedArgs};
 use crate::error::Error;
 
 /// Sets a setting when one is given, then shows it (unless `quiet` after setting it).
@@ -58,6 +58,22 @@ pub fn untrusted(args: &UntrustedArgs, quiet: bool) -> Result<ExitCode, Error> {
         UntrustedArg::Verify => Untrusted::Verify,
     });
     set_then_show(wanted, |policy| control.set_untrusted(policy), || Ok(control.untrusted()?.to_string()), quiet)
+}
+
+/// `elfsig runtime [enforce|off]`.
+pub fn runtime(args: &RuntimeArgs, quiet: bool) -> Result<ExitCode, Error> {
+    let control = Control::system();
+    let wanted = args.rules.map(|rules| match rules {
+        RuntimeArg::Enforce => Runtime::Enforce,
+        RuntimeArg::Off => Runtime::Off,
+    });
+    let show = || {
+        Ok(match control.runtime()? {
+            Some(runtime) => runtime.to_string(),
+            None => "unknown (the module is older than the setting)".to_owned(),
+        })
+    };
+    set_then_show(wanted, |rules| control.set_runtime(rules), show, quiet)
 }
 
 /// `elfsig flush`.

@@ -31,6 +31,9 @@ struct State {
     mode: &'static str,
     locked: bool,
     loader: &'static str,
+    /// The run-time rules (`enforce` or `off`), when the module says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime: Option<&'static str>,
     mapping_guard: GuardReport,
     /// What applies where, when the module says (`filesystems`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,6 +161,7 @@ fn state(control: &Control) -> Result<State, Error> {
         mode: control.mode()?.word(),
         locked: control.locked()?,
         loader: control.loader()?.word(),
+        runtime: control.runtime()?.map(|runtime| runtime.word()),
         filesystems: control.filesystems()?.map(|fs| {
             // Unreadable, it lists no mounts; the policy is still shown.
             let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
@@ -284,6 +288,14 @@ fn text(report: &Report) -> String {
     let locked = if state.locked { ", locked until reboot" } else { "" };
     line("mode:", format!("{}{locked}", state.mode));
     line("loader:", state.loader.to_owned());
+    if let Some(runtime) = state.runtime {
+        let rules = match (runtime, state.mapping_guard.state) {
+            ("enforce", "active") => "enforce: no executable memory but signed files' without the jit entitlement",
+            ("enforce", _) => "enforce, once the mapping guard is active",
+            _ => "off: processes may make memory executable",
+        };
+        line("runtime:", rules.to_owned());
+    }
     let guard = match (&state.mapping_guard.why, state.mapping_guard.state) {
         (Some(why), word) => format!("{word}: {why}"),
         (None, "active") => "active: executable file mappings are checked".to_owned(),
