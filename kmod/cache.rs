@@ -8,8 +8,8 @@
 //! and hold its
 //! change stamp (change and modification times, size, `i_version`), the digest it verified with
 //! (so revocation still applies), whether it names an ELF interpreter (so that a cached static
-//! program needs no reading at all), whether it is a dynamic loader, and the epoch it was made
-//! in. A lookup hits only when the identity, the whole stamp and the epoch match; flushing is
+//! program needs no reading at all), whether it is a dynamic loader, what it is entitled to and
+//! whether exec gives it an executable stack, and the epoch it was made in. A lookup hits only when the identity, the whole stamp and the epoch match; flushing is
 //! bumping the epoch.
 //!
 //! The cache has a fixed size, allocated with the module: 4-way set-associative, replacing
@@ -19,6 +19,7 @@
 
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
+use crate::elfsig_core::Entitlements;
 use crate::glue::file::FileId;
 
 const WAYS: usize = 4;
@@ -38,7 +39,8 @@ struct Slot {
     size: AtomicU64,
     version: AtomicU64,
     epoch: AtomicU64,
-    /// [`HAS_INTERPRETER`] and [`LOADER`].
+    /// [`HAS_INTERPRETER`], [`LOADER`], [`EXECUTABLE_STACK`], and the entitlements' bits
+    /// from [`ENTITLEMENTS_SHIFT`] on.
     flags: AtomicU64,
     digest: [AtomicU64; 4],
 }
@@ -52,10 +54,23 @@ pub(crate) struct Entry {
     pub(crate) has_interpreter: bool,
     /// Whether it is a dynamic loader (a shared object without an interpreter).
     pub(crate) loader: bool,
+    /// What it does at run time.
+    pub(crate) runtime: Runtime,
+}
+
+/// What a verified file does at run time (`runtime.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Runtime {
+    /// What its signature entitles it to.
+    pub(crate) entitlements: Entitlements,
+    /// Whether exec gives it an executable stack (elfsig-core's `ExecInfo`).
+    pub(crate) executable_stack: bool,
 }
 
 const HAS_INTERPRETER: u64 = 1;
 const LOADER: u64 = 2;
+const EXECUTABLE_STACK: u64 = 4;
+const ENTITLEMENTS_SHIFT: u32 = 32;
 
 impl Slot {
     const fn new() -> Self {
@@ -104,6 +119,12 @@ impl Slot {
             digest,
             has_interpreter: flags & HAS_INTERPRETER != 0,
             loader: flags & LOADER != 0,
+            runtime: Runtime {
+                // The bits were a valid set when stored.
+                entitlements: Entitlements::from_bits((flags >> ENTITLEMENTS_SHIFT) as u32)
+                    .unwrap_or(Entitlements::NONE),
+                executable_stack: flags & EXECUTABLE_STACK != 0,
+            },
         })
     }
 
@@ -151,7 +172,13 @@ impl Slot {
             HAS_INTERPRETER
         } else {
             0
-        } | if entry.loader { LOADER } else { 0 };
+        } | if entry.loader { LOADER } else { 0 }
+            | if entry.runtime.executable_stack {
+                EXECUTABLE_STACK
+            } else {
+                0
+            }
+            | u64::from(entry.runtime.entitlements.bits()) << ENTITLEMENTS_SHIFT;
         self.flags.store(flags, Ordering::Relaxed);
         for (word, chunk) in self.digest.iter().zip(entry.digest.chunks_exact(8)) {
             let bytes: [u8; 8] = chunk.try_into().unwrap_or([0; 8]);

@@ -11,10 +11,10 @@ use core::fmt::{self, Write};
 use kernel::prelude::*;
 
 use crate::cache;
-use crate::elfsig_core::control::{trim, Toggle, LOADER, MODE, UNTRUSTED};
+use crate::elfsig_core::control::{trim, Toggle, LOADER, MODE, RUNTIME, UNTRUSTED};
 use crate::elfsig_core::filesystem::{self, Untrusted};
-use crate::glue::file;
 use crate::glue::module::Params;
+use crate::glue::{file, records};
 use crate::guard::Status;
 use crate::pending;
 use crate::policy;
@@ -49,7 +49,7 @@ const WORD: usize = 63;
 pub(crate) const DIR: &core::ffi::CStr = c"elfsig";
 
 /// Every control file. The index of an entry is how the shim names it.
-pub(crate) static FILES: [ControlFile; 9] = [
+pub(crate) static FILES: [ControlFile; 10] = [
     // `enforce` or `permissive`; writable unless locked.
     ControlFile {
         name: c"mode",
@@ -92,7 +92,8 @@ pub(crate) static FILES: [ControlFile; 9] = [
         name: c"guard",
         mode: 0o600,
         read: Some(read_guard),
-        write: Some(Writes::Word(write_guard)),
+        // Words, and more of them than a setting takes: a descriptor for each hook.
+        write: Some(Writes::Bytes(write_guard, 255)),
     },
     // Files on mounts the kernel does not trust (a user namespace's, FUSE): `refuse` (the
     // default) or `verify` (every time, never cached); `verify` is refused while locked.
@@ -122,6 +123,15 @@ pub(crate) static FILES: [ControlFile; 9] = [
             crate::elfsig_core::policy::MAX_POLICY_LEN,
         )),
     },
+    // The run-time rules (runtime.rs), with the mapping guard: `enforce` (the default: no
+    // executable memory but signed files' without the `jit` entitlement) or `off`, refused
+    // while locked.
+    ControlFile {
+        name: c"runtime",
+        mode: 0o600,
+        read: Some(read_runtime),
+        write: Some(Writes::Word(write_runtime)),
+    },
 ];
 
 /// Shows a setting as one of its two words.
@@ -134,7 +144,7 @@ fn parse(toggle: Toggle, word: &[u8]) -> Result<bool> {
     toggle.parse(word).ok_or(EINVAL)
 }
 
-/// Applies the `mode`, `untrusted` and `deny_loader` module parameters (`lock` is applied
+/// Applies the `mode`, `untrusted`, `runtime` and `deny_loader` module parameters (`lock` is applied
 /// last, by module init).
 pub(crate) fn configure(params: &Params) -> Result {
     let enforce = parse(MODE, params.mode)
@@ -147,6 +157,9 @@ pub(crate) fn configure(params: &Params) -> Result {
     } else {
         Untrusted::Verify
     })?;
+    let runtime = parse(RUNTIME, params.runtime)
+        .inspect_err(|_| pr_err!("runtime must be enforce or off\n"))?;
+    STATE.set_runtime_rules(runtime)?;
     STATE.set_deny_loader(params.deny_loader)
 }
 
@@ -181,7 +194,8 @@ fn read_stats(out: &mut Cursor<'_>) -> fmt::Result {
     let active = STATE.guard.status() == Status::Active;
     writeln!(out, "mmap_guard_active {}", u8::from(active))?;
     writeln!(out, "execs_pending {}", pending::count())?;
-    writeln!(out, "mapped_writes_held {}", file::write_denials_held())
+    writeln!(out, "mapped_writes_held {}", file::write_denials_held())?;
+    writeln!(out, "tasks_recorded {}", records::count())
 }
 
 fn read_untrusted(out: &mut Cursor<'_>) -> fmt::Result {
@@ -211,6 +225,14 @@ fn read_loader(out: &mut Cursor<'_>) -> fmt::Result {
 
 fn write_loader(word: &[u8]) -> Result {
     STATE.set_deny_loader(parse(LOADER, word)?)
+}
+
+fn read_runtime(out: &mut Cursor<'_>) -> fmt::Result {
+    show(out, RUNTIME, STATE.runtime_rules())
+}
+
+fn write_runtime(word: &[u8]) -> Result {
+    STATE.set_runtime_rules(parse(RUNTIME, word)?)
 }
 
 fn read_guard(out: &mut Cursor<'_>) -> fmt::Result {

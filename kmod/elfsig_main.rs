@@ -17,13 +17,14 @@ use kernel::prelude::*;
 #[path = "../crates/elfsig-core/src/lib.rs"]
 pub mod elfsig_core;
 
-// From the top down: what C calls (glue/callbacks.rs) reaches the hooks, the end-of-exec check
-// and the control files; they ask the verdict and report refusals; all of them read the state;
+// From the top down: what C calls (glue/callbacks.rs) reaches the hooks, the end-of-exec check,
+// the run-time rules and the control files; they ask the verdict and report refusals; all of them read the state;
 // the glue's wrappers are the ground.
 mod control;
 mod exec_end;
 mod hooks;
 mod policy;
+mod runtime;
 
 mod pending;
 mod refusal;
@@ -54,6 +55,7 @@ struct Elfsig {
     _binfmt: binfmt::Registration,
     _exec_end: glue::exec_end::Probe,
     _pending: glue::pending::Table,
+    _records: glue::records::Table,
     _control: securityfs::ControlDir,
     _faults: file::FaultInjection,
     _policy_keyring: keys::Keyring,
@@ -103,6 +105,7 @@ impl kernel::Module for Elfsig {
             _binfmt: binfmt,
             _exec_end: probe,
             _pending: glue::pending::Table::new(),
+            _records: glue::records::Table::new(),
             _control: control,
             _faults: faults,
             _policy_keyring: policy_keyring,

@@ -19,6 +19,7 @@ pub(crate) mod keys;
 pub(crate) mod module;
 pub(crate) mod pending;
 pub(crate) mod policy;
+pub(crate) mod records;
 pub(crate) mod securityfs;
 
 use kernel::error::Error;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The hooks: what the module decides on an exec (the program and its ELF interpreter), an
-//! `execveat(AT_EXECVE_CHECK)`, and, with the mapping guard, a file mapped executable, a file
+//! `execveat(AT_EXECVE_CHECK)`, and, with the mapping guard, memory mapped executable, a
 //! mapping made executable, a file opened for writing while mapped executable, and a
 //! revocation. Each builds what it needs, asks the verdict (`verdict.rs`), and refuses or, in
 //! permissive mode, reports and allows (`refusal.rs`). Called from C through
@@ -11,11 +11,12 @@ use kernel::ffi::c_int;
 use kernel::prelude::*;
 
 use crate::elfsig_core::script::{self, HEAD_LEN, MAX_NESTING};
-use crate::elfsig_core::{ReadSomeAt, Reason};
+use crate::elfsig_core::{Entitlements, ReadSomeAt, Reason};
 use crate::glue::exec_end::{self, Exec};
 use crate::glue::file::{ExecFile, Facts, FileRef};
 use crate::pending::{self, Expected, Expecting};
 use crate::refusal::{report, report_write, Access, Failure};
+use crate::runtime::{self, Memory};
 use crate::state::STATE;
 use crate::stats::Stats;
 use crate::verdict;
@@ -30,7 +31,14 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     let exec = exec_end::current_exec();
     let (mut name, mut unverified_name) = (KVec::new(), KVec::new());
     let (interpreter, program) = match verdict::check_program(file, &mut name) {
-        Ok((interpreter, id)) => (interpreter, Some(id)),
+        Ok(program) => {
+            if let Err(failure) = runtime::check_exec(program.runtime) {
+                if report(file, failure, Access::Exec) {
+                    return refuse(exec);
+                }
+            }
+            (program.interpreter, Some(program))
+        }
         Err(failure) if report(file, failure, Access::Exec) => return refuse(exec),
         // Permissive: the interpreter is checked all the same, so that one run lists
         // everything that would be refused.
@@ -47,9 +55,15 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     }
     let expecting = Expecting {
         interpreter: expected.map_or(Expected::None, Expected::File),
-        stacked_program: program.filter(|id| id.has(Facts::STACKED)),
+        stacked_program: program
+            .as_ref()
+            .map(|program| program.id)
+            .filter(|id| id.has(Facts::STACKED)),
+        entitlements: program.map_or(Entitlements::NONE, |program| program.runtime.entitlements),
     };
     if let Err(e) = pending::expect(exec, &expecting) {
+        // What an earlier exec of the task left must not pass for this one's.
+        pending::forget(exec.task);
         // No memory to keep track of what the exec is to map: refuse.
         if report(file, Failure::error(e), Access::Exec) {
             return refuse(exec);
@@ -108,10 +122,11 @@ pub(crate) fn check_exec_query(file: FileRef<'_>) -> c_int {
 /// The program of an `execveat(AT_EXECVE_CHECK)`: checked as the exec handler checks one.
 fn check_queried_program(file: FileRef<'_>) -> c_int {
     let mut name = KVec::new();
-    let outcome = verdict::check_program(file, &mut name).and_then(|(interpreter, _)| {
-        verdict::check_interpreter(interpreter)
+    let outcome = verdict::check_program(file, &mut name).and_then(|program| {
+        verdict::check_interpreter(program.interpreter)
             .1
-            .map_err(Failure::in_interpreter)
+            .map_err(Failure::in_interpreter)?;
+        runtime::check_exec(program.runtime)
     });
     match outcome {
         Err(failure) if report(file, failure, Access::Check) => EACCES.to_errno(),
@@ -119,23 +134,25 @@ fn check_queried_program(file: FileRef<'_>) -> c_int {
     }
 }
 
-/// Decides a file mapped with `PROT_EXEC` (the guard's `mmap_file` program, before the mapping
-/// exists): 0 allows it, `-EACCES` refuses it. The file must verify as a program would, through
-/// the same cache; a dynamic loader is mapped like any library. Writers to it are refused
-/// before it is looked at and, once it verified, until the file is released (the mapping holds
-/// it), as exec refuses them to a program: no writer can appear between the verdict and the
-/// mapping, whatever the scheduler does. In permissive mode the refusal ends with the check, and
-/// the `file_open` program logs and allows the writers that come after. Files that are not
-/// regular (devices) are not file contents, and are left alone as IMA leaves them.
-pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
+/// Decides memory mapped with `PROT_EXEC` (the guard's `mmap_file` program, before the
+/// mapping exists) by the current process: 0 allows it, `-EACCES` refuses it. Anonymous
+/// memory (no file, or a device's) and a mapping writable too are the run-time rules'
+/// (`runtime.rs`). A file must verify as a program would, through the same cache; a dynamic
+/// loader is mapped like any library. Writers to it are refused before it is looked at and,
+/// once it verified, until the file is released (the mapping holds it), as exec refuses them
+/// to a program: no writer can appear between the verdict and the mapping, whatever the
+/// scheduler does. In permissive mode the refusal ends with the check, and the `file_open`
+/// program logs and allows the writers that come after. Device files are not file contents,
+/// and are left alone as IMA leaves them.
+pub(crate) fn check_mapping(file: Option<FileRef<'_>>, writable: bool) -> c_int {
     if STATE.guard.seen() {
         // The guard runs from now on, its key hook with it: what was cached before may have
         // been revoked unseen.
         STATE.cache.flush();
     }
-    if !file.is_regular() {
-        return 0;
-    }
+    let Some(file) = file.filter(FileRef::is_regular) else {
+        return runtime::check_memory(Memory::Anonymous);
+    };
     let stats = &STATE.stats;
     Stats::add(&stats.mmap_checked, 1);
     let mut name = KVec::new();
@@ -157,20 +174,39 @@ pub(crate) fn check_mapping(file: FileRef<'_>) -> c_int {
             return EACCES.to_errno();
         }
     }
+    // A file that verified, mapped writable too: the run-time rules' (what does not verify is
+    // refused as such first).
+    if writable {
+        let refused = runtime::check_memory(Memory::WritableExecutable);
+        if refused != 0 {
+            return refused;
+        }
+    }
     Stats::add(&stats.mmap_allowed, 1);
     0
 }
 
-/// Decides a file mapping that is not executable asking for `PROT_EXEC` (`mprotect`): refused,
-/// as IMA refuses it, since the hook runs under `mmap_lock`, where the file cannot be read to
-/// verify it. Nothing real software does needs it: loaders map code executable from the start.
-pub(crate) fn check_mprotect(file: FileRef<'_>) -> c_int {
-    if !file.is_regular() {
+/// Decides a mapping asking for `PROT_EXEC` (`mprotect`) by the current process, when it
+/// is not executable yet (`executable` false) or asks to be writable too: 0 allows it,
+/// `-EACCES` refuses it. A file mapping that is not executable is refused to everyone, as IMA
+/// refuses it, since the hook runs under `mmap_lock`, where the file cannot be read to verify
+/// it; nothing real software does needs it: loaders map code executable from the start.
+/// Anonymous memory made executable, and a mapping made writable and executable, are the
+/// run-time rules'.
+pub(crate) fn check_mprotect(file: Option<FileRef<'_>>, executable: bool, writable: bool) -> c_int {
+    let file = file.filter(FileRef::is_regular);
+    if !executable {
+        let Some(file) = file else {
+            return runtime::check_memory(Memory::Anonymous);
+        };
+        if report(file, Failure::new(Reason::MadeExecutable), Access::Mprotect) {
+            Stats::add(&STATE.stats.mmap_denied, 1);
+            return EACCES.to_errno();
+        }
         return 0;
     }
-    if report(file, Failure::new(Reason::MadeExecutable), Access::Mprotect) {
-        Stats::add(&STATE.stats.mmap_denied, 1);
-        return EACCES.to_errno();
+    if writable {
+        return runtime::check_memory(Memory::WritableExecutable);
     }
     0
 }

@@ -10,6 +10,7 @@
 //! number of failed execs can keep another task's exec from recording its own. So an exec that
 //! ends without an entry is one the handler never saw: it began before the module was loaded.
 
+use crate::elfsig_core::Entitlements;
 use crate::glue::exec_end::Exec;
 use crate::glue::file::FileId;
 use crate::glue::pending::{self, Expectation};
@@ -31,6 +32,8 @@ pub(crate) struct Expecting {
     /// The real file of a program whose data is another inode's (overlayfs), as checked: the
     /// exec's write denial does not cover it.
     pub(crate) stacked_program: Option<FileId>,
+    /// What the program is entitled to (`runtime.rs`).
+    pub(crate) entitlements: Entitlements,
 }
 
 /// Records what the current exec of `exec.task` expects, replacing what an earlier exec of the
@@ -46,6 +49,7 @@ pub(crate) fn expect(exec: Exec, expecting: &Expecting) -> kernel::error::Result
         entry.flags |= Expectation::PROGRAM;
         entry.program = id;
     }
+    entry.entitlements = expecting.entitlements.bits();
     pending::put(exec.task, &entry)
 }
 
@@ -57,7 +61,17 @@ pub(crate) fn forget(task: usize) {
 /// Takes back what the exec that just completed expected; `None` when the handler recorded
 /// nothing for it: it began before the module was loaded.
 pub(crate) fn take(exec: Exec) -> Option<Expecting> {
-    let entry = pending::take(exec.task)?;
+    pending::take(exec.task).and_then(|entry| of_exec(&entry, exec))
+}
+
+/// What the exec under way expects, left in place, once it can no longer fail (its task's
+/// exec count moved); `None` when the handler recorded nothing for it.
+pub(crate) fn peek(exec: Exec) -> Option<Expecting> {
+    pending::peek(exec.task).and_then(|entry| of_exec(&entry, exec))
+}
+
+/// What `entry` says, when it is `exec`'s.
+fn of_exec(entry: &Expectation, exec: Exec) -> Option<Expecting> {
     (entry.count == exec.count).then_some(Expecting {
         interpreter: if entry.flags & Expectation::INTERPRETER != 0 {
             Expected::File(entry.interpreter)
@@ -65,6 +79,7 @@ pub(crate) fn take(exec: Exec) -> Option<Expecting> {
             Expected::None
         },
         stacked_program: (entry.flags & Expectation::PROGRAM != 0).then_some(entry.program),
+        entitlements: Entitlements::from_bits(entry.entitlements).unwrap_or(Entitlements::NONE),
     })
 }
 

@@ -28,6 +28,21 @@ pub(crate) enum KernelDetail {
     Revoked([u8; 32]),
     /// Signed by a certificate the policy revokes.
     RevokedKey,
+    /// A program whose exec would make its stack executable.
+    ExecutableStack,
+    /// Memory that is no file's content asked to be executable.
+    AnonymousExecutable,
+    /// A mapping asked to be writable and executable at once.
+    WritableExecutable,
+    /// Memory placed under the `READ_IMPLIES_EXEC` personality.
+    ReadImpliesExec,
+    /// A userfaultfd made.
+    Userfaultfd,
+    /// Another process traced (`ptrace` attach, `PTRACE_TRACEME` for the parent) or its
+    /// memory read or written (`process_vm_readv`, `process_vm_writev`).
+    Ptrace,
+    /// A process's memory opened for writing through `/proc/PID/mem`.
+    ProcMem,
 }
 
 impl KernelDetail {
@@ -51,6 +66,13 @@ impl fmt::Display for KernelDetail {
                 "opened before its copy-up: maps the file it opened, not the copy it reads",
             ),
             KernelDetail::RevokedKey => f.write_str("signed by a certificate the policy revokes"),
+            KernelDetail::ExecutableStack => f.write_str("executable stack"),
+            KernelDetail::AnonymousExecutable => f.write_str("anonymous memory"),
+            KernelDetail::WritableExecutable => f.write_str("writable and executable"),
+            KernelDetail::ReadImpliesExec => f.write_str("READ_IMPLIES_EXEC"),
+            KernelDetail::Userfaultfd => f.write_str("userfaultfd"),
+            KernelDetail::Ptrace => f.write_str("ptrace"),
+            KernelDetail::ProcMem => f.write_str("/proc/PID/mem opened for writing"),
             KernelDetail::Revoked(digest) => {
                 f.write_str("sha256:")?;
                 digest.iter().try_for_each(|b| write!(f, "{b:02x}"))
@@ -88,6 +110,17 @@ impl Failure {
     /// The file mapped is not the file read, as the kernel tells.
     pub(crate) fn modified(detail: KernelDetail) -> Self {
         Failure::from(Refused::by_trust(Reason::Modified, detail))
+    }
+
+    /// Executable memory the process's program is not entitled to (`runtime.rs`).
+    pub(crate) fn runtime(detail: KernelDetail) -> Self {
+        Failure::from(Refused::by_trust(Reason::NeedsJit, detail))
+    }
+
+    /// Another process's memory (or its own, through `/proc`) the process's program is not
+    /// entitled to (`runtime.rs`).
+    pub(crate) fn injection(detail: KernelDetail) -> Self {
+        Failure::from(Refused::by_trust(Reason::NeedsDebugger, detail))
     }
 
     /// A file that could not be read.
@@ -141,6 +174,10 @@ pub(crate) enum Access {
     Mmap,
     /// Making a mapping of it executable.
     Mprotect,
+    /// Making memory executable at run time (no file: the current process is named).
+    Memory,
+    /// Tracing a process, or writing a process's memory (the current process is named).
+    Inject,
 }
 
 impl Access {
@@ -151,6 +188,8 @@ impl Access {
             Access::Check => c"elfsig_execve_check",
             Access::Mmap => c"elfsig_mmap",
             Access::Mprotect => c"elfsig_mprotect",
+            Access::Memory => c"elfsig_memory",
+            Access::Inject => c"elfsig_ptrace",
         }
     }
 
@@ -161,6 +200,8 @@ impl Access {
             Access::Check => c"execveat(AT_EXECVE_CHECK) of ",
             Access::Mmap => c"mmap of ",
             Access::Mprotect => c"mprotect of ",
+            Access::Memory => c"executable memory in ",
+            Access::Inject => c"another process's memory to ",
         }
     }
 }
@@ -177,6 +218,19 @@ pub(crate) fn report(file: FileRef<'_>, failure: Failure, access: Access) -> boo
     };
     let cause = Message::new(&reason.name());
     audit::refusal(file, access.op(), cause.as_cstr(), digest, enforced);
+    enforced
+}
+
+/// Counts, logs and audits a refusal of what the current process asks of memory (`Memory`,
+/// `Inject`); returns whether it is enforced. The log names the process, the audit record its
+/// program.
+pub(crate) fn report_process(failure: Failure, access: Access) -> bool {
+    let reason = failure.refused.reason;
+    STATE.stats.refused_for(reason);
+    let enforced = STATE.enforcing();
+    audit::task_log_refusal(access.prefix(), Message::new(&failure).as_cstr(), enforced);
+    let cause = Message::new(&reason.name());
+    audit::task_refusal(access.op(), cause.as_cstr(), enforced);
     enforced
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The module's state, [`STATE`]: the settings (mode, loader policy, untrusted mounts, the
-//! lock), the counters, the verdict cache and the mapping guard's state. Every room of the
+//! run-time rules, the lock), the counters, the verdict cache and the mapping guard's state. Every room of the
 //! module reads it; the control files and module init change the settings.
 
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -18,12 +18,13 @@ use crate::stats::Stats;
 /// context pointer.
 pub(crate) static STATE: State = State::new();
 
-/// Mode, loader policy, untrusted mounts, lock, counters, the verdict cache and the mapping
+/// Mode, loader policy, untrusted mounts, run-time rules, lock, counters, the verdict cache and the mapping
 /// guard.
 pub(crate) struct State {
     enforce: AtomicBool,
     deny_loader: AtomicBool,
     verify_untrusted: AtomicBool,
+    runtime_rules: AtomicBool,
     locked: AtomicBool,
     /// The counters.
     pub(crate) stats: Stats,
@@ -39,6 +40,7 @@ impl State {
             enforce: AtomicBool::new(true),
             deny_loader: AtomicBool::new(false),
             verify_untrusted: AtomicBool::new(false),
+            runtime_rules: AtomicBool::new(true),
             locked: AtomicBool::new(false),
             stats: Stats::new(),
             cache: Cache::new(),
@@ -87,6 +89,21 @@ impl State {
         Ok(())
     }
 
+    /// Whether the run-time rules apply (`runtime.rs`): no executable memory but signed files'
+    /// to a process without the `jit` entitlement.
+    pub(crate) fn runtime_rules(&self) -> bool {
+        self.runtime_rules.load(Ordering::Acquire)
+    }
+
+    /// Applies the run-time rules or turns them off; turning them off is refused while locked.
+    pub(crate) fn set_runtime_rules(&self, on: bool) -> Result {
+        if !on && self.locked() {
+            return Err(EPERM);
+        }
+        self.runtime_rules.store(on, Ordering::Release);
+        Ok(())
+    }
+
     /// Whether the mode is locked to enforce until reboot.
     pub(crate) fn locked(&self) -> bool {
         self.locked.load(Ordering::Acquire)
@@ -105,7 +122,7 @@ impl State {
     }
 
     /// Enforces until reboot: the mode cannot be changed, a loader policy of `deny` cannot be
-    /// relaxed nor untrusted mounts allowed, the mapping guard cannot be released, and the
+    /// relaxed nor untrusted mounts allowed nor the run-time rules turned off, the mapping guard cannot be released, and the
     /// module cannot be unloaded. Cannot fail, so that module init takes it last, once nothing
     /// else can fail.
     pub(crate) fn lock(&self) {

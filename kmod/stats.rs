@@ -24,6 +24,12 @@ pub(crate) struct Stats {
     pub(crate) mmap_allowed: AtomicU64,
     /// Executable mappings (and `mprotect`s making file mappings executable) refused.
     pub(crate) mmap_denied: AtomicU64,
+    /// Executable memory that is no signed file's refused (`runtime.rs`): anonymous memory
+    /// made executable, mappings writable and executable, to processes without `jit`.
+    pub(crate) memory_denied: AtomicU64,
+    /// Processes traced, and process memory opened for writing, refused (`runtime.rs`) to
+    /// processes without `debugger`.
+    pub(crate) ptrace_denied: AtomicU64,
     /// Checks answered by the verdict cache.
     pub(crate) cache_hits: AtomicU64,
     /// Checks that verified the file.
@@ -61,18 +67,20 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 15],
+    values: [u64; 17],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 15] = [
+const NAMES: [&str; 17] = [
     "checked",
     "allowed",
     "denied",
     "mmap_checked",
     "mmap_allowed",
     "mmap_denied",
+    "memory_denied",
+    "ptrace_denied",
     "cache_hits",
     "cache_misses",
     "interpreter_replaced",
@@ -94,6 +102,8 @@ impl Stats {
             mmap_checked: AtomicU64::new(0),
             mmap_allowed: AtomicU64::new(0),
             mmap_denied: AtomicU64::new(0),
+            memory_denied: AtomicU64::new(0),
+            ptrace_denied: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             interpreter_replaced: AtomicU64::new(0),
@@ -145,6 +155,8 @@ impl Stats {
                 &self.mmap_checked,
                 &self.mmap_allowed,
                 &self.mmap_denied,
+                &self.memory_denied,
+                &self.ptrace_denied,
                 &self.cache_hits,
                 &self.cache_misses,
                 &self.interpreter_replaced,
@@ -165,7 +177,7 @@ impl Snapshot {
     /// Writes `name value` lines: the exec and mapping counters, the reasons, the rest.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> fmt::Result {
         let mut counters = NAMES.iter().zip(self.values);
-        for (name, value) in counters.by_ref().take(6) {
+        for (name, value) in counters.by_ref().take(8) {
             writeln!(out, "{name} {value}")?;
         }
         for (reason, value) in Reason::ALL.iter().zip(self.reasons) {

@@ -11,7 +11,7 @@ use core::ffi::CStr;
 use kernel::prelude::*;
 
 use self::verify::Verified;
-use crate::cache::Entry;
+use crate::cache::{Entry, Runtime};
 use crate::elfsig_core::filesystem::{self, Keeping};
 use crate::elfsig_core::Reason;
 use crate::glue::file::{self, ExecFile, Facts, FileId, FileRef};
@@ -20,28 +20,47 @@ use crate::refusal::{Failure, KernelDetail};
 use crate::state::STATE;
 use crate::stats::Stats;
 
-/// Checks a program; returns the ELF interpreter it names (which binfmt_elf opens directly,
-/// past every binfmt handler) and the identity of its real file as checked. A cached program
-/// costs one lookup (and, when it is dynamically linked, reading its interpreter's name); only
-/// what is not cached is read and hashed. A dynamic loader run directly is refused when the
-/// policy says so.
+/// A program that verified.
+pub(crate) struct Program<'n> {
+    /// The ELF interpreter it names in `PT_INTERP`, which binfmt_elf opens directly, past
+    /// every binfmt handler.
+    pub(crate) interpreter: Option<&'n CStr>,
+    /// The identity of its real file as checked.
+    pub(crate) id: FileId,
+    /// What it does at run time.
+    pub(crate) runtime: Runtime,
+}
+
+/// Checks a program. A cached program costs one lookup (and, when it is dynamically linked,
+/// reading its interpreter's name); only what is not cached is read and hashed. A dynamic
+/// loader run directly is refused when the policy says so.
 pub(crate) fn check_program<'n>(
     file: FileRef<'_>,
     name: &'n mut KVec<u8>,
-) -> Result<(Option<&'n CStr>, FileId), Failure> {
+) -> Result<Program<'n>, Failure> {
     Stats::add(&STATE.stats.checked, 1);
     match lookup(file)? {
         Lookup::Hit(entry, id) => {
             loader_allowed(entry.loader)?;
-            if !entry.has_interpreter {
-                return Ok((None, id));
-            }
-            Ok((verify::exec_info(file, name)?.interpreter, id))
+            let interpreter = if entry.has_interpreter {
+                verify::exec_info(file, name)?.interpreter
+            } else {
+                None
+            };
+            Ok(Program {
+                interpreter,
+                id,
+                runtime: entry.runtime,
+            })
         }
         Lookup::Miss(miss) => {
             let (verified, id) = verify_into_cache(file, miss, name)?;
             loader_allowed(verified.exec.loader)?;
-            Ok((verified.exec.interpreter, id))
+            Ok(Program {
+                interpreter: verified.exec.interpreter,
+                id,
+                runtime: runtime_of(&verified),
+            })
         }
     }
 }
@@ -200,10 +219,19 @@ fn verify_into_cache<'n>(
             digest: verified.digest,
             has_interpreter: verified.exec.interpreter.is_some(),
             loader: verified.exec.loader,
+            runtime: runtime_of(&verified),
         };
         STATE.cache.insert(&id, miss.epoch, &entry);
     }
     Ok((verified, id))
+}
+
+/// What a file that verified does at run time.
+fn runtime_of(verified: &Verified<'_>) -> Runtime {
+    Runtime {
+        entitlements: verified.entitlements,
+        executable_stack: verified.exec.executable_stack,
+    }
 }
 
 /// Refuses a dynamic loader run directly, when the policy says so.

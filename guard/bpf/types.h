@@ -39,17 +39,36 @@ struct linux_binprm {
 struct key {
 } __attribute__((preserve_access_index));
 
+struct task_struct {
+	unsigned int personality;
+} __attribute__((preserve_access_index));
+
+struct qstr {
+	unsigned int len;
+} __attribute__((preserve_access_index));
+
+struct inode {
+} __attribute__((preserve_access_index));
+
 struct vm_area_struct {
 	unsigned long vm_flags;
 	struct file *vm_file;
 } __attribute__((preserve_access_index));
 
 /* include/uapi/asm-generic/mman-common.h and include/linux/mm.h */
+/* include/uapi/linux/personality.h */
+#define READ_IMPLIES_EXEC 0x0400000
+#define PROT_WRITE 0x2
 #define PROT_EXEC 0x4
 #define VM_EXEC 0x00000004
 /* include/linux/fs.h */
 #define FMODE_WRITE 0x2
 /* include/uapi/asm-generic/errno-base.h and include/linux/err.h */
+/* include/linux/ptrace.h */
+#define PTRACE_MODE_ATTACH 0x02
+#define PTRACE_MODE_REALCREDS 0x10
+#define EPERM 1
+#define ENOMEM 12
 #define EACCES 13
 #define ETXTBSY 26
 #define MAX_ERRNO 4095

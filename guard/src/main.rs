@@ -2,8 +2,8 @@
 //!
 //! The module checks every exec by itself; a loadable module cannot register LSM hooks, so the
 //! checks of executable file mappings (shared libraries, `dlopen`, `LD_PRELOAD`, `ld.so
-//! ./program`), of `execveat(AT_EXECVE_CHECK)` and of files opened for writing while mapped
-//! executable come from BPF LSM programs (`bpf/guard.bpf.c`) that call into the module.
+//! ./program`), of `execveat(AT_EXECVE_CHECK)`, of files opened for writing while mapped
+//! executable and of memory made executable at run time come from BPF LSM programs (`bpf/guard.bpf.c`) that call into the module.
 //! This program loads and attaches them, hands their links to the module, which keeps them (so
 //! the guard outlives this program and, once the module is locked, cannot be removed), and
 //! proves the guard works with a canary: an unsigned file mapped executable must be refused.
@@ -26,8 +26,8 @@ mod skel {
 const USAGE: &str = "usage: elfsig-guard [status]
 
 Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
-key_post_create_or_update, bprm_creds_for_exec, file_open and file_release) and hands it to
-the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
+key_post_create_or_update, bprm_creds_for_exec, file_open, file_release, bprm_committed_creds,
+task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme and inode_init_security_anon) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
 LSMs. `status` prints the guard's state and attaches
 nothing.";
 
@@ -75,28 +75,29 @@ fn attach() -> Result<(), String> {
     let loaded = open
         .load()
         .map_err(|e| format!("cannot load the BPF programs (is the elfsig module loaded, with BTF?): {e}"))?;
-    let mmap_link =
-        loaded.progs.elfsig_mmap_file.attach_lsm().map_err(|e| format!("cannot attach to mmap_file: {e}"))?;
-    let mprotect_link =
-        loaded.progs.elfsig_file_mprotect.attach_lsm().map_err(|e| format!("cannot attach to file_mprotect: {e}"))?;
-    let key_link = loaded
-        .progs
-        .elfsig_key_post_create_or_update
-        .attach_lsm()
-        .map_err(|e| format!("cannot attach to key_post_create_or_update: {e}"))?;
-    let check_link = loaded
-        .progs
-        .elfsig_bprm_creds_for_exec
-        .attach_lsm()
-        .map_err(|e| format!("cannot attach to bprm_creds_for_exec: {e}"))?;
-    let open_link =
-        loaded.progs.elfsig_file_open.attach_lsm().map_err(|e| format!("cannot attach to file_open: {e}"))?;
-    let release_link =
-        loaded.progs.elfsig_file_release.attach_lsm().map_err(|e| format!("cannot attach to file_release: {e}"))?;
-    let links = [&mmap_link, &mprotect_link, &key_link, &check_link, &open_link, &release_link];
-    control::hand_over(&links.map(|l| l.as_fd().as_raw_fd()))?;
+    // In the module's order of hooks (kmod/shim/shim.h), which it checks.
+    let progs = [
+        ("mmap_file", &loaded.progs.elfsig_mmap_file),
+        ("file_mprotect", &loaded.progs.elfsig_file_mprotect),
+        ("key_post_create_or_update", &loaded.progs.elfsig_key_post_create_or_update),
+        ("bprm_creds_for_exec", &loaded.progs.elfsig_bprm_creds_for_exec),
+        ("file_open", &loaded.progs.elfsig_file_open),
+        ("file_release", &loaded.progs.elfsig_file_release),
+        ("bprm_committed_creds", &loaded.progs.elfsig_bprm_committed_creds),
+        ("task_alloc", &loaded.progs.elfsig_task_alloc),
+        ("mmap_addr", &loaded.progs.elfsig_mmap_addr),
+        ("ptrace_access_check", &loaded.progs.elfsig_ptrace_access_check),
+        ("ptrace_traceme", &loaded.progs.elfsig_ptrace_traceme),
+        ("inode_init_security_anon", &loaded.progs.elfsig_inode_init_security_anon),
+    ];
+    let links = progs
+        .iter()
+        .map(|(hook, prog)| prog.attach_lsm().map_err(|e| format!("cannot attach to {hook}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    control::hand_over(&links.iter().map(|l| l.as_fd().as_raw_fd()).collect::<Vec<_>>())?;
     // The module holds the links now: closing ours detaches nothing.
-    drop((mmap_link, mprotect_link, key_link, check_link, open_link, release_link, loaded));
+    drop(links);
+    drop(loaded);
 
     let refused = canary::executable_mapping_refused()?;
     let enforcing = control::enforcing()?;

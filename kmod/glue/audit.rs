@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Audit records of refusals, and of policies loaded or refused (`shim/audit.c`).
+//! Audit records of refusals, and of policies loaded or refused (`shim/audit.c`), and the log
+//! line of a refusal that names a process rather than a file.
 
 use core::ffi::{c_char, CStr};
 
@@ -15,6 +16,8 @@ extern "C" {
         enforced: bool,
     );
     fn elfsig_shim_audit_policy(cause: *const c_char, serial: u64, loaded: bool);
+    fn elfsig_shim_audit_task_refusal(op: *const c_char, cause: *const c_char, enforced: bool);
+    fn elfsig_shim_log_task_refusal(what: *const c_char, message: *const c_char, enforced: bool);
 }
 
 /// Records that `file` is refused (or, when not `enforced`, would be): `op` says how it was
@@ -36,6 +39,32 @@ pub(crate) fn refusal(
             op.as_ptr().cast::<c_char>(),
             cause.as_ptr().cast::<c_char>(),
             digest,
+            enforced,
+        )
+    }
+}
+
+/// Records that the current process is refused (or, when not `enforced`, would be) what `op`
+/// says, because of `cause`: the record names the process and its program. Does not sleep.
+pub(crate) fn task_refusal(op: &CStr, cause: &CStr, enforced: bool) {
+    // SAFETY: `op` and `cause` are NUL-terminated and outlive the call.
+    unsafe {
+        elfsig_shim_audit_task_refusal(
+            op.as_ptr().cast::<c_char>(),
+            cause.as_ptr().cast::<c_char>(),
+            enforced,
+        )
+    }
+}
+
+/// Logs (rate-limited) that the current process is refused `what`, with `message`: the line
+/// names the process by its name and pid. Does not sleep.
+pub(crate) fn task_log_refusal(what: &CStr, message: &CStr, enforced: bool) {
+    // SAFETY: `what` and `message` are NUL-terminated and outlive the call.
+    unsafe {
+        elfsig_shim_log_task_refusal(
+            what.as_ptr().cast::<c_char>(),
+            message.as_ptr().cast::<c_char>(),
             enforced,
         )
     }

@@ -4,12 +4,13 @@
 //! the probes at the end of an exec and of a task (`shim/exec_end.c`), the mapping guard's
 //! kfuncs (`shim/guard.c`) and the control files (`shim/securityfs.c`). Each turns the raw
 //! pointers it is given into safe types and calls the room that decides: `hooks.rs`,
-//! `exec_end.rs`, `control.rs`. Nothing else in the module is called from C.
+//! `exec_end.rs`, `runtime.rs`, `control.rs`. Nothing else in the module is called from C.
 
 use kernel::ffi::{c_char, c_int, c_uint};
 use kernel::prelude::*;
 
 use super::file::{FileRef, RawFile};
+use crate::runtime::{self, Injection, Memory};
 use crate::{control, exec_end, hooks};
 
 /// `decide`'s answer for the file C passed, or `absent` when it passed none.
@@ -74,6 +75,7 @@ pub(crate) unsafe extern "C" fn elfsig_exec_loaded(program: *mut RawFile) {
 #[no_mangle]
 pub(crate) extern "C" fn elfsig_task_exit() {
     exec_end::task_exit();
+    runtime::task_exit();
 }
 
 /// Defines a kfunc's callback: C passes the file the hook is about (null for none, which is
@@ -93,16 +95,93 @@ macro_rules! kfunc_callback {
     };
 }
 
-kfunc_callback!(
-    /// The `mmap_file` kfunc's decision: 0 allows the mapping, `-EACCES` refuses it.
-    elfsig_check_mapping => hooks::check_mapping
-);
+/// The `mmap_file` kfuncs' decision on memory mapped with `PROT_EXEC` (`writable` when with
+/// `PROT_WRITE`) by the current task: 0 allows the mapping, `-EACCES` refuses it.
+///
+/// # Safety
+///
+/// `file` must be null (anonymous memory) or the file mapped, open for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn elfsig_check_mapping(file: *mut RawFile, writable: bool) -> c_int {
+    // SAFETY: the caller guarantees a non-null `file` is open for the call.
+    let file = unsafe { FileRef::from_raw(file) };
+    hooks::check_mapping(file, writable)
+}
 
-kfunc_callback!(
-    /// The `file_mprotect` kfunc's decision: 0 allows the change, `-EACCES` refuses it. Runs
-    /// under `mmap_lock`: does not sleep.
-    elfsig_check_mprotect => hooks::check_mprotect
-);
+/// The `file_mprotect` kfunc's decision on a mapping asking for `PROT_EXEC` (`writable` when
+/// with `PROT_WRITE`; `executable` when it is executable already) by the current task: 0
+/// allows the change, `-EACCES` refuses it. Runs under `mmap_lock`: does not sleep.
+///
+/// # Safety
+///
+/// `file` must be null (anonymous memory) or the mapping's file, open for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn elfsig_check_mprotect(
+    file: *mut RawFile,
+    executable: bool,
+    writable: bool,
+) -> c_int {
+    // SAFETY: the caller guarantees a non-null `file` is open for the call.
+    let file = unsafe { FileRef::from_raw(file) };
+    hooks::check_mprotect(file, executable, writable)
+}
+
+/// The `mmap_addr` kfunc's decision on memory placed by the current task, whose personality
+/// has `READ_IMPLIES_EXEC`: 0 allows it, `-EACCES` refuses it. Does not sleep.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_check_implied_exec() -> c_int {
+    runtime::check_memory(Memory::ReadImpliesExec)
+}
+
+/// The `inode_init_security_anon` kfunc's decision on a userfaultfd made by the current task:
+/// 0 allows it, `-EACCES` refuses it. Does not sleep.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_check_userfaultfd() -> c_int {
+    runtime::check_memory(Memory::Userfaultfd)
+}
+
+/// The `ptrace_access_check` kfunc's decision on a process traced, or its memory read or
+/// written, by the current task: 0 allows it, `-EPERM` refuses it. Does not sleep.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_check_ptrace() -> c_int {
+    runtime::check_injection(Injection::Ptrace)
+}
+
+/// The `ptrace_traceme` kfunc's decision on the current task asking its parent, `parent` (a
+/// `struct task_struct *`, only a key), to trace it: 0 allows it, `-EPERM` refuses it. Does
+/// not sleep.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_check_traced_by(parent: usize) -> c_int {
+    runtime::check_injection(Injection::TracedBy(parent))
+}
+
+/// The `file_open` kfunc's decision on a process's memory opened for writing through
+/// `/proc/PID/mem` by the current task: 0 allows it, `-EACCES` refuses it.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_check_proc_mem() -> c_int {
+    runtime::check_injection(Injection::ProcMem)
+}
+
+/// The `bprm_creds_for_exec` kfunc for an exec beginning: 0, or `-ENOMEM` when the current
+/// task cannot get the entry its exec's record will go in.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_exec_begins() -> c_int {
+    runtime::exec_begins()
+}
+
+/// The `bprm_committed_creds` kfunc: the current task's exec can no longer fail. Does not
+/// sleep.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_exec_committed() {
+    runtime::exec_committed();
+}
+
+/// The `task_alloc` kfunc: the current task forks `child` (a `struct task_struct *`, only a
+/// key). 0, or `-ENOMEM`, which fails the fork.
+#[no_mangle]
+pub(crate) extern "C" fn elfsig_task_alloc(child: usize) -> c_int {
+    runtime::task_alloc(child)
+}
 
 kfunc_callback!(
     /// The `bprm_creds_for_exec` kfunc's decision for `execveat(AT_EXECVE_CHECK)`: 0 when

@@ -8,6 +8,7 @@ use kernel::ffi::c_char;
 extern "C" {
     fn elfsig_shim_mode_param(len: *mut usize) -> *const c_char;
     fn elfsig_shim_untrusted_param(len: *mut usize) -> *const c_char;
+    fn elfsig_shim_runtime_param(len: *mut usize) -> *const c_char;
     fn elfsig_shim_lock_param() -> bool;
     fn elfsig_shim_deny_loader_param() -> bool;
     fn elfsig_shim_require_mmap_guard_param() -> bool;
@@ -23,6 +24,8 @@ pub(crate) struct Params {
     pub(crate) mode: &'static [u8],
     /// `untrusted`: `refuse` or `verify` (anything else is refused by the caller).
     pub(crate) untrusted: &'static [u8],
+    /// `runtime`: `enforce` or `off` (anything else is refused by the caller).
+    pub(crate) runtime: &'static [u8],
     /// `deny_loader`.
     pub(crate) deny_loader: bool,
     /// `lock`.
@@ -57,6 +60,8 @@ pub(crate) fn params() -> Params {
         mode: unsafe { string_param(elfsig_shim_mode_param) },
         // SAFETY: the shim returns the `untrusted` parameter's buffer, a 0444 parameter.
         untrusted: unsafe { string_param(elfsig_shim_untrusted_param) },
+        // SAFETY: the shim returns the `runtime` parameter's buffer, a 0444 parameter.
+        runtime: unsafe { string_param(elfsig_shim_runtime_param) },
         // SAFETY: reads a module parameter, fixed at load time.
         deny_loader: unsafe { elfsig_shim_deny_loader_param() },
         // SAFETY: reads a module parameter, fixed at load time.

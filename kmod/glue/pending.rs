@@ -16,7 +16,8 @@ pub(crate) struct Expectation {
     pub(crate) count: u64,
     /// [`Expectation::INTERPRETER`] and [`Expectation::PROGRAM`].
     pub(crate) flags: u32,
-    reserved: u32,
+    /// What the program is entitled to (elfsig-core's bits).
+    pub(crate) entitlements: u32,
     /// The ELF interpreter checked, with [`Expectation::INTERPRETER`].
     pub(crate) interpreter: FileId,
     /// The real file of a stacked program checked, with [`Expectation::PROGRAM`].
@@ -39,6 +40,7 @@ impl Expectation {
 extern "C" {
     fn elfsig_shim_pending_put(task: usize, expectation: *const Expectation) -> c_int;
     fn elfsig_shim_pending_take(task: usize, expectation: *mut Expectation) -> bool;
+    fn elfsig_shim_pending_peek(task: usize, expectation: *mut Expectation) -> bool;
     fn elfsig_shim_pending_forget(task: usize);
     fn elfsig_shim_pending_clear();
     fn elfsig_shim_pending_count() -> u64;
@@ -57,6 +59,13 @@ pub(crate) fn take(task: usize) -> Option<Expectation> {
     let mut expectation = Expectation::default();
     // SAFETY: `expectation` is a valid out-parameter; `task` is only a key.
     unsafe { elfsig_shim_pending_take(task, &mut expectation) }.then_some(expectation)
+}
+
+/// What `task`'s exec expects, if anything, left in place. Does not sleep.
+pub(crate) fn peek(task: usize) -> Option<Expectation> {
+    let mut expectation = Expectation::default();
+    // SAFETY: `expectation` is a valid out-parameter; `task` is only a key.
+    unsafe { elfsig_shim_pending_peek(task, &mut expectation) }.then_some(expectation)
 }
 
 /// Forgets what `task` left. Does not sleep.

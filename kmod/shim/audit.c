@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * Audit records, and the log line of a refusal that names a process rather than a file.
+ *
  * Audit records: one AUDIT_INTEGRITY_DATA record (type 1800, the type of IMA's appraisal
  * results) for every refusal, and for every would-be refusal in permissive mode, with IMA's
  * field names where IMA has one, so that ausearch and audit rules written for IMA's records
@@ -10,10 +12,17 @@
  * GFP_NOWAIT throughout (audit_log_start() then never waits for the backlog either).
  */
 
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/audit.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/limits.h>
+#include <linux/ratelimit.h>
+#include <linux/cred.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <linux/uidgid.h>
 #include <linux/slab.h>
 
 #include "shim.h"
@@ -69,6 +78,54 @@ void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *ca
 		audit_log_format(ab, " digest=sha256:%*phN", 32, digest);
 	audit_log_format(ab, " enforcing=%d res=%d", enforced, !enforced);
 	audit_log_end(ab);
+}
+
+/*
+ * The current task's name, copied without task_lock (which the ptrace hooks hold, or must not
+ * take under tasklist_lock): a name changed meanwhile by the task itself may come out torn,
+ * which a log line survives.
+ */
+static void elfsig_current_comm(char comm[TASK_COMM_LEN])
+{
+	memcpy(comm, current->comm, TASK_COMM_LEN);
+	comm[TASK_COMM_LEN - 1] = 0;
+}
+
+/*
+ * A refusal about what the current process asks of memory (kmod/runtime.rs): no file to name.
+ * The process is named by pid, uid, login uid, session and name, read without a lock:
+ * audit_log_task_info() takes task_lock, which the ptrace hooks hold.
+ */
+void elfsig_shim_audit_task_refusal(const char *op, const char *cause, bool enforced)
+{
+	struct audit_buffer *ab;
+	char comm[TASK_COMM_LEN];
+
+	ab = audit_log_start(audit_context(), ELFSIG_AUDIT_GFP, AUDIT_INTEGRITY_DATA);
+	if (!ab)
+		return;
+	audit_log_format(ab, "op=%s cause=%s pid=%d auid=%u uid=%u ses=%u", op, cause,
+			 task_tgid_nr(current),
+			 from_kuid(&init_user_ns, audit_get_loginuid(current)),
+			 from_kuid(&init_user_ns, current_uid()), audit_get_sessionid(current));
+	elfsig_current_comm(comm);
+	elfsig_audit_untrusted(ab, "comm", comm);
+	audit_log_format(ab, " enforcing=%d res=%d", enforced, !enforced);
+	audit_log_end(ab);
+}
+
+static DEFINE_RATELIMIT_STATE(elfsig_task_log_ratelimit, 5 * HZ, 20);
+
+/* The log line of such a refusal, naming the process by its name and pid. Takes no lock. */
+void elfsig_shim_log_task_refusal(const char *what, const char *message, bool enforced)
+{
+	char comm[TASK_COMM_LEN];
+
+	if (!__ratelimit(&elfsig_task_log_ratelimit))
+		return;
+	elfsig_current_comm(comm);
+	pr_warn("%s %s%s (pid %d): %s\n", enforced ? "refused" : "would refuse (permissive)", what,
+		comm, task_tgid_nr(current), message);
 }
 
 /*

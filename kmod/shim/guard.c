@@ -8,7 +8,11 @@
  * a fourth, on bprm_creds_for_exec, answers execveat(AT_EXECVE_CHECK), which no binfmt handler
  * sees; a fifth, on file_open, refuses opening for writing a file that a process maps
  * executable; a sixth, on file_release, lets writers at a file again that refused them from
- * its mapping check on (write_denials.c). elfsig-guard then hands the programs' links to the
+ * its mapping check on (write_denials.c). Six more serve the run-time rules (kmod/runtime.rs):
+ * on bprm_creds_for_exec and bprm_committed_creds and on task_alloc, they tell the module what
+ * each task's program is entitled to (records.c); on mmap_addr, ptrace_access_check,
+ * ptrace_traceme and inode_init_security_anon, with mmap_file, file_mprotect and file_open,
+ * they ask it about memory. elfsig-guard then hands the programs' links to the
  * module through the `guard` control file; the module keeps a reference to each, so the guard
  * outlives its loader, and no one but the module can detach it (LSM links have no detach).
  *
@@ -24,7 +28,9 @@
 #include <linux/fs.h>
 #include <linux/key.h>
 #include <linux/key-type.h>
+#include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/rbtree.h>
@@ -42,14 +48,15 @@ MODULE_IMPORT_NS(BPF_INTERNAL);
 #endif
 
 /*
- * What the kfuncs (kfuncs.c) do. mmap_file, for a mapping asked with PROT_EXEC: sleepable,
- * before mmap_lock is taken. 0 allows, a negative errno refuses. The 6.12 verifier takes the
- * hook's file for non-NULL, so an anonymous mapping (no file) is told apart here too.
+ * What the kfuncs (kfuncs.c) do, for the current task. mmap_file, for memory mapped with
+ * PROT_EXEC: sleepable, before mmap_lock is taken. 0 allows, a negative errno refuses. The
+ * 6.12 verifier takes the hook's file for non-NULL, so an anonymous mapping (no file) may come
+ * here too; later ones send it to elfsig_shim_guard_mmap_anonymous().
  */
-int elfsig_shim_guard_mmap_file(struct file *file)
+int elfsig_shim_guard_mmap_file(struct file *file, unsigned long prot)
 {
 	if (!file)
-		return 0;
+		return elfsig_shim_guard_mmap_anonymous(prot);
 	/*
 	 * do_mmap() refuses PROT_EXEC on a noexec mount after this hook (path_noexec(), which is
 	 * not exported): nothing to verify, and no write refusal to keep for a mapping that will
@@ -58,18 +65,91 @@ int elfsig_shim_guard_mmap_file(struct file *file)
 	if ((file->f_path.mnt->mnt_flags & MNT_NOEXEC) ||
 	    (file->f_path.mnt->mnt_sb->s_iflags & SB_I_NOEXEC))
 		return 0;
-	return elfsig_check_mapping(file);
+	return elfsig_check_mapping(file, prot & PROT_WRITE);
+}
+
+/* mmap_file, for anonymous memory mapped with PROT_EXEC (private or shared). */
+int elfsig_shim_guard_mmap_anonymous(unsigned long prot)
+{
+	return elfsig_check_mapping(NULL, prot & PROT_WRITE);
 }
 
 /*
- * file_mprotect, for a file mapping that is not executable and asks for PROT_EXEC: under
- * mmap_lock, so nothing may sleep and nothing is read; the file cannot be verified there.
+ * file_mprotect, for a mapping asking for PROT_EXEC that is not executable yet, or asks for
+ * PROT_WRITE too: under mmap_lock, so nothing may sleep and nothing is read; a file cannot be
+ * verified there.
  */
-int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma)
+int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long prot)
 {
-	if (!vma->vm_file)
+	struct file *file = vma->vm_file;
+
+	/*
+	 * Shared anonymous memory and SysV shared memory are the kernel's own shmem files
+	 * (S_PRIVATE): no one's file content, anonymous memory to the run-time rules.
+	 */
+	if (file && IS_PRIVATE(file_inode(file)))
+		file = NULL;
+	return elfsig_check_mprotect(file, vma->vm_flags & VM_EXEC, prot & PROT_WRITE);
+}
+
+/*
+ * bprm_creds_for_exec, for an exec (not an execveat(AT_EXECVE_CHECK)): the task gets the entry
+ * its exec's record will go in (records.c), or the exec fails with -ENOMEM. Sleepable.
+ */
+int elfsig_shim_guard_exec_begins(void)
+{
+	return elfsig_exec_begins();
+}
+
+/* bprm_committed_creds: the current task's exec can no longer fail. Does not sleep. */
+void elfsig_shim_guard_exec_committed(void)
+{
+	elfsig_exec_committed();
+}
+
+/* task_alloc: the current task forks `task` (0, or -ENOMEM, which fails the fork). Sleepable. */
+int elfsig_shim_guard_task_alloc(struct task_struct *task)
+{
+	return elfsig_task_alloc((uintptr_t)task);
+}
+
+/*
+ * mmap_addr, for a task whose personality has READ_IMPLIES_EXEC: whatever it maps readable is
+ * executable, its heap (brk) included, which no other hook sees. Under mmap_lock for brk.
+ */
+int elfsig_shim_guard_mmap_addr(void)
+{
+	return elfsig_check_implied_exec();
+}
+
+/*
+ * ptrace_access_check, for PTRACE_MODE_ATTACH with the real credentials (ptrace attach and
+ * seize, process_vm_readv and process_vm_writev); ptrace_traceme, for the parent asked to
+ * trace the current task. Under task_lock or tasklist_lock: nothing may sleep or take them.
+ */
+int elfsig_shim_guard_ptrace(void)
+{
+	return elfsig_check_ptrace();
+}
+
+int elfsig_shim_guard_ptrace_traceme(struct task_struct *parent)
+{
+	return elfsig_check_traced_by((uintptr_t)parent);
+}
+
+/*
+ * inode_init_security_anon: an anonymous inode made for a descriptor. A userfaultfd fills the
+ * pages it is asked for, executable ones too, with any content and without anyone writing
+ * them.
+ */
+int elfsig_shim_guard_anon_inode(const struct qstr *name)
+{
+	static const char userfaultfd[] = "[userfaultfd]";
+
+	if (!name || name->len != sizeof(userfaultfd) - 1 ||
+	    memcmp(name->name, userfaultfd, sizeof(userfaultfd) - 1))
 		return 0;
-	return elfsig_check_mprotect(vma->vm_file);
+	return elfsig_check_userfaultfd();
 }
 
 /*
@@ -129,14 +209,26 @@ static bool elfsig_mapped_executable(struct address_space *mapping)
 	return exec;
 }
 
+/* Whether `file` is a process's memory, /proc/PID/mem (or /proc/PID/task/TID/mem). */
+static bool elfsig_proc_mem(const struct file *file)
+{
+	return file->f_path.mnt->mnt_sb->s_magic == PROC_SUPER_MAGIC &&
+	       !strcmp(file->f_path.dentry->d_name.name, "mem");
+}
+
 /*
- * file_open of a file opened for writing (the program tells it apart): refused (-ETXTBSY, as
- * for a running program) while a process maps the file executable, so that no one rewrites
- * the code of a library or program under the processes running it. Sleepable.
+ * file_open of a file opened for writing (the program tells it apart): refused (-ETXTBSY, as for a running program) while a process maps the file
+ * executable, so that no one rewrites the code of a library or program under the processes
+ * running it; a process's memory (/proc/PID/mem), into which the kernel may force writes past
+ * the protection of its pages, is the run-time rules'. Sleepable.
  */
 int elfsig_shim_guard_file_open(struct file *file)
 {
-	if (!file || !(file->f_mode & FMODE_WRITE) || !S_ISREG(file_inode(file)->i_mode))
+	if (!file || !(file->f_mode & FMODE_WRITE))
+		return 0;
+	if (elfsig_proc_mem(file))
+		return elfsig_check_proc_mem();
+	if (!S_ISREG(file_inode(file)->i_mode))
 		return 0;
 	if (!elfsig_mapped_executable(file->f_mapping))
 		return 0;
@@ -153,11 +245,19 @@ int elfsig_shim_guard_file_open(struct file *file)
 
 BTF_KFUNCS_START(elfsig_kfunc_ids)
 BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_mmap_anonymous, KF_SLEEPABLE)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_key_added, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_exec_check, KF_SLEEPABLE | KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_exec_begins, KF_SLEEPABLE)
+BTF_ID_FLAGS(func, elfsig_kfunc_exec_committed)
+BTF_ID_FLAGS(func, elfsig_kfunc_task_alloc, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_open, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_release, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_mmap_addr)
+BTF_ID_FLAGS(func, elfsig_kfunc_ptrace)
+BTF_ID_FLAGS(func, elfsig_kfunc_ptrace_traceme, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_anon_inode, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
 /* The hooks' functions, indexed by ELFSIG_GUARD_*. */
@@ -168,16 +268,47 @@ static const char *const elfsig_guard_hooks[ELFSIG_GUARD_HOOKS] = {
 	[ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC] = "bpf_lsm_bprm_creds_for_exec",
 	[ELFSIG_GUARD_FILE_OPEN] = "bpf_lsm_file_open",
 	[ELFSIG_GUARD_FILE_RELEASE] = "bpf_lsm_file_release",
+	[ELFSIG_GUARD_BPRM_COMMITTED_CREDS] = "bpf_lsm_bprm_committed_creds",
+	[ELFSIG_GUARD_TASK_ALLOC] = "bpf_lsm_task_alloc",
+	[ELFSIG_GUARD_MMAP_ADDR] = "bpf_lsm_mmap_addr",
+	[ELFSIG_GUARD_PTRACE_ACCESS_CHECK] = "bpf_lsm_ptrace_access_check",
+	[ELFSIG_GUARD_PTRACE_TRACEME] = "bpf_lsm_ptrace_traceme",
+	[ELFSIG_GUARD_INODE_INIT_SECURITY_ANON] = "bpf_lsm_inode_init_security_anon",
 };
 
-/* The kfunc each hook's program calls, in the same order. */
-BTF_ID_LIST(elfsig_kfunc_by_hook)
+/* The kfuncs, each with the hook whose program may call it (task_alloc's calls none). */
+BTF_ID_LIST(elfsig_kfunc_list)
 BTF_ID(func, elfsig_kfunc_mmap_file)
+BTF_ID(func, elfsig_kfunc_mmap_anonymous)
 BTF_ID(func, elfsig_kfunc_file_mprotect)
 BTF_ID(func, elfsig_kfunc_key_added)
 BTF_ID(func, elfsig_kfunc_exec_check)
+BTF_ID(func, elfsig_kfunc_exec_begins)
+BTF_ID(func, elfsig_kfunc_exec_committed)
+BTF_ID(func, elfsig_kfunc_task_alloc)
 BTF_ID(func, elfsig_kfunc_file_open)
 BTF_ID(func, elfsig_kfunc_file_release)
+BTF_ID(func, elfsig_kfunc_mmap_addr)
+BTF_ID(func, elfsig_kfunc_ptrace)
+BTF_ID(func, elfsig_kfunc_ptrace_traceme)
+BTF_ID(func, elfsig_kfunc_anon_inode)
+
+static const int elfsig_kfunc_hook[] = {
+	ELFSIG_GUARD_MMAP_FILE,
+	ELFSIG_GUARD_MMAP_FILE,
+	ELFSIG_GUARD_FILE_MPROTECT,
+	ELFSIG_GUARD_KEY_POST_CREATE,
+	ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC,
+	ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC,
+	ELFSIG_GUARD_BPRM_COMMITTED_CREDS,
+	ELFSIG_GUARD_TASK_ALLOC,
+	ELFSIG_GUARD_FILE_OPEN,
+	ELFSIG_GUARD_FILE_RELEASE,
+	ELFSIG_GUARD_MMAP_ADDR,
+	ELFSIG_GUARD_PTRACE_ACCESS_CHECK,
+	ELFSIG_GUARD_PTRACE_TRACEME,
+	ELFSIG_GUARD_INODE_INIT_SECURITY_ANON,
+};
 
 /* Which of the guard's hooks `prog` is an LSM program on, or -EINVAL. */
 static int elfsig_lsm_hook(const struct bpf_prog *prog)
@@ -201,14 +332,15 @@ static int elfsig_lsm_hook(const struct bpf_prog *prog)
  */
 static int elfsig_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 {
-	int hook;
+	int hook, i;
 
 	if (!btf_id_set8_contains(&elfsig_kfunc_ids, kfunc_id))
 		return 0;
 	hook = elfsig_lsm_hook(prog);
-	if (hook < 0 || elfsig_kfunc_by_hook[hook] != kfunc_id)
-		return -EACCES;
-	return 0;
+	for (i = 0; i < ARRAY_SIZE(elfsig_kfunc_hook); i++)
+		if (hook >= 0 && elfsig_kfunc_list[i] == kfunc_id && elfsig_kfunc_hook[i] == hook)
+			return 0;
+	return -EACCES;
 }
 
 static const struct btf_kfunc_id_set elfsig_kfunc_set = {

@@ -18,14 +18,19 @@
 
 __bpf_kfunc_start_defs();
 
-__bpf_kfunc int elfsig_kfunc_mmap_file(struct file *file)
+__bpf_kfunc int elfsig_kfunc_mmap_file(struct file *file, unsigned long prot)
 {
-	return elfsig_shim_guard_mmap_file(file);
+	return elfsig_shim_guard_mmap_file(file, prot);
 }
 
-__bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma)
+__bpf_kfunc int elfsig_kfunc_mmap_anonymous(unsigned long prot)
 {
-	return elfsig_shim_guard_file_mprotect(vma);
+	return elfsig_shim_guard_mmap_anonymous(prot);
+}
+
+__bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma, unsigned long prot)
+{
+	return elfsig_shim_guard_file_mprotect(vma, prot);
 }
 
 __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
@@ -38,6 +43,21 @@ __bpf_kfunc int elfsig_kfunc_exec_check(struct file *file)
 	return elfsig_shim_guard_exec_check(file);
 }
 
+__bpf_kfunc int elfsig_kfunc_exec_begins(void)
+{
+	return elfsig_shim_guard_exec_begins();
+}
+
+__bpf_kfunc void elfsig_kfunc_exec_committed(void)
+{
+	elfsig_shim_guard_exec_committed();
+}
+
+__bpf_kfunc int elfsig_kfunc_task_alloc(struct task_struct *task)
+{
+	return elfsig_shim_guard_task_alloc(task);
+}
+
 __bpf_kfunc int elfsig_kfunc_file_open(struct file *file)
 {
 	return elfsig_shim_guard_file_open(file);
@@ -46,6 +66,26 @@ __bpf_kfunc int elfsig_kfunc_file_open(struct file *file)
 __bpf_kfunc void elfsig_kfunc_file_release(struct file *file)
 {
 	elfsig_shim_guard_file_release(file);
+}
+
+__bpf_kfunc int elfsig_kfunc_mmap_addr(void)
+{
+	return elfsig_shim_guard_mmap_addr();
+}
+
+__bpf_kfunc int elfsig_kfunc_ptrace(void)
+{
+	return elfsig_shim_guard_ptrace();
+}
+
+__bpf_kfunc int elfsig_kfunc_ptrace_traceme(struct task_struct *parent)
+{
+	return elfsig_shim_guard_ptrace_traceme(parent);
+}
+
+__bpf_kfunc int elfsig_kfunc_anon_inode(const struct qstr *name)
+{
+	return elfsig_shim_guard_anon_inode(name);
 }
 
 __bpf_kfunc_end_defs();

@@ -26,6 +26,12 @@ module_param_string(untrusted, elfsig_untrusted, sizeof(elfsig_untrusted), 0444)
 MODULE_PARM_DESC(untrusted,
 		 "files on mounts the kernel does not trust (a user namespace's, FUSE): refuse, or verify every time");
 
+static char elfsig_runtime[16] = "enforce";
+
+module_param_string(runtime, elfsig_runtime, sizeof(elfsig_runtime), 0444);
+MODULE_PARM_DESC(runtime,
+		 "no executable memory but signed files' without the jit entitlement (with the mapping guard): enforce, or off");
+
 static bool elfsig_lock;
 module_param_named(lock, elfsig_lock, bool, 0444);
 MODULE_PARM_DESC(lock, "lock enforce mode until reboot and refuse unloading");
@@ -56,6 +62,11 @@ const char *elfsig_shim_mode_param(size_t *len)
 const char *elfsig_shim_untrusted_param(size_t *len)
 {
 	return elfsig_string_param(elfsig_untrusted, sizeof(elfsig_untrusted), len);
+}
+
+const char *elfsig_shim_runtime_param(size_t *len)
+{
+	return elfsig_string_param(elfsig_runtime, sizeof(elfsig_runtime), len);
 }
 
 bool elfsig_shim_lock_param(void)

@@ -111,6 +111,25 @@ bool elfsig_shim_pending_take(uintptr_t task, struct elfsig_expectation *expecta
 	return true;
 }
 
+/* Copies the task's entry, leaving it in place: false when it has none. Does not sleep. */
+bool elfsig_shim_pending_peek(uintptr_t task, struct elfsig_expectation *expectation)
+{
+	struct elfsig_pending_bucket *bucket = elfsig_pending_bucket(task);
+	struct elfsig_pending *entry;
+	bool found = false;
+
+	spin_lock(&bucket->lock);
+	hlist_for_each_entry(entry, &bucket->entries, node) {
+		if (entry->task == task) {
+			*expectation = entry->expectation;
+			found = true;
+			break;
+		}
+	}
+	spin_unlock(&bucket->lock);
+	return found;
+}
+
 /* Forgets the task's entry: its exec was refused, or it exits. Does not sleep. */
 void elfsig_shim_pending_forget(uintptr_t task)
 {

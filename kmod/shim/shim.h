@@ -62,10 +62,23 @@ int elfsig_check_exec(struct file *file, const u8 *head, size_t head_len);
 /* exec_end.c: every exec that loaded, before its first instruction; every task that exits. */
 void elfsig_exec_loaded(struct file *program);
 void elfsig_task_exit(void);
-/* guard.c: the mapping guard's kfuncs. 0 allows the mapping, -EACCES refuses it. */
-int elfsig_check_mapping(struct file *file);
+/*
+ * guard.c: the mapping guard's kfuncs, about the current task. 0 allows the mapping, -EACCES
+ * refuses it. `file` is NULL for anonymous memory.
+ */
+int elfsig_check_mapping(struct file *file, bool writable);
 void elfsig_revocation_added(void);
-int elfsig_check_mprotect(struct file *file);
+int elfsig_check_mprotect(struct file *file, bool executable, bool writable);
+/* guard.c: the run-time rules (kmod/runtime.rs): 0, or -EACCES (-EPERM for ptrace). */
+int elfsig_check_implied_exec(void);
+int elfsig_check_userfaultfd(void);
+int elfsig_check_ptrace(void);
+int elfsig_check_traced_by(uintptr_t parent);
+int elfsig_check_proc_mem(void);
+/* guard.c: an exec begins (0 or -ENOMEM), can no longer fail; a task forks (0 or -ENOMEM). */
+int elfsig_exec_begins(void);
+void elfsig_exec_committed(void);
+int elfsig_task_alloc(uintptr_t child);
 /* guard.c: execveat(AT_EXECVE_CHECK) of `file`: 0 when execve would run it, else an errno. */
 int elfsig_check_exec_query(struct file *file);
 /* guard.c: `file` is being opened for writing while mapped executable: 0 or -ETXTBSY. */
@@ -73,12 +86,22 @@ int elfsig_check_write(struct file *file);
 /* guard.c: what the kfuncs of kfuncs.c do. */
 struct vm_area_struct;
 struct key;
-int elfsig_shim_guard_mmap_file(struct file *file);
-int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma);
+struct qstr;
+struct task_struct;
+int elfsig_shim_guard_mmap_file(struct file *file, unsigned long prot);
+int elfsig_shim_guard_mmap_anonymous(unsigned long prot);
+int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long prot);
 void elfsig_shim_guard_key_added(struct key *key);
 int elfsig_shim_guard_exec_check(struct file *file);
+int elfsig_shim_guard_exec_begins(void);
+void elfsig_shim_guard_exec_committed(void);
+int elfsig_shim_guard_task_alloc(struct task_struct *task);
 int elfsig_shim_guard_file_open(struct file *file);
 void elfsig_shim_guard_file_release(struct file *file);
+int elfsig_shim_guard_mmap_addr(void);
+int elfsig_shim_guard_ptrace(void);
+int elfsig_shim_guard_ptrace_traceme(struct task_struct *parent);
+int elfsig_shim_guard_anon_inode(const struct qstr *name);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
@@ -88,6 +111,7 @@ size_t elfsig_control_write_max(unsigned int which);
 
 const char *elfsig_shim_mode_param(size_t *len);
 const char *elfsig_shim_untrusted_param(size_t *len);
+const char *elfsig_shim_runtime_param(size_t *len);
 bool elfsig_shim_lock_param(void);
 bool elfsig_shim_deny_loader_param(void);
 bool elfsig_shim_require_mmap_guard_param(void);
@@ -122,6 +146,12 @@ void elfsig_shim_audit_refusal(struct file *file, const char *op, const char *ca
 			       const u8 *digest, bool enforced);
 /* audit.c: the audit record of a policy loaded, cleared or refused (`cause` says which, or why). */
 void elfsig_shim_audit_policy(const char *cause, u64 serial, bool loaded);
+/*
+ * audit.c: the audit record and the log line of a refusal of what the current process asks.
+ * Neither takes a lock: the ptrace hooks hold task_lock or tasklist_lock.
+ */
+void elfsig_shim_audit_task_refusal(const char *op, const char *cause, bool enforced);
+void elfsig_shim_log_task_refusal(const char *what, const char *message, bool enforced);
 void elfsig_shim_fault_remove(void);
 
 /* ---- crypto.c: SHA-256 --------------------------------------------------------------------- */
@@ -211,7 +241,7 @@ void elfsig_shim_kill_current(void);
 struct elfsig_expectation {
 	u64 count;		/* the task's exec count once this exec succeeds */
 	u32 flags;		/* ELFSIG_EXPECT_* */
-	u32 reserved;
+	u32 entitlements;	/* what the program is entitled to (elfsig-core's bits) */
 	struct elfsig_file_id interpreter;
 	struct elfsig_file_id program;
 };
@@ -222,9 +252,19 @@ struct elfsig_expectation {
 
 int elfsig_shim_pending_put(uintptr_t task, const struct elfsig_expectation *expectation);
 bool elfsig_shim_pending_take(uintptr_t task, struct elfsig_expectation *expectation);
+bool elfsig_shim_pending_peek(uintptr_t task, struct elfsig_expectation *expectation);
 void elfsig_shim_pending_forget(uintptr_t task);
 void elfsig_shim_pending_clear(void);
 u64 elfsig_shim_pending_count(void);
+
+/* ---- records.c: what each process's program is entitled to, one entry per task ---------- */
+
+int elfsig_shim_record_put(uintptr_t task, u32 record);
+bool elfsig_shim_record_set(uintptr_t task, u32 record);
+bool elfsig_shim_record_get(uintptr_t task, u32 *record);
+void elfsig_shim_record_forget(uintptr_t task);
+void elfsig_shim_records_clear(void);
+u64 elfsig_shim_records_count(void);
 
 /* ---- write_denials.c: writers refused to files mapped executable until their release ------- */
 
@@ -244,7 +284,13 @@ u64 elfsig_shim_write_denials_held(void);
 #define ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC 3
 #define ELFSIG_GUARD_FILE_OPEN 4
 #define ELFSIG_GUARD_FILE_RELEASE 5
-#define ELFSIG_GUARD_HOOKS 6
+#define ELFSIG_GUARD_BPRM_COMMITTED_CREDS 6
+#define ELFSIG_GUARD_TASK_ALLOC 7
+#define ELFSIG_GUARD_MMAP_ADDR 8
+#define ELFSIG_GUARD_PTRACE_ACCESS_CHECK 9
+#define ELFSIG_GUARD_PTRACE_TRACEME 10
+#define ELFSIG_GUARD_INODE_INIT_SECURITY_ANON 11
+#define ELFSIG_GUARD_HOOKS 12
 
 /* Why the kernel cannot run the guard, besides a negative errno. */
 enum elfsig_guard_unavailable {

@@ -11,8 +11,8 @@ use kernel::prelude::*;
 
 use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{
-    verify, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source, Structure, Trust,
-    Windowed,
+    verify, Entitlements, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source,
+    Structure, Trust, Windowed,
 };
 use crate::glue::crypto;
 use crate::glue::file::FileRef;
@@ -130,6 +130,8 @@ impl Scratch for Vmalloc {
 pub(crate) struct Verified<'n> {
     /// The digest it was signed with.
     pub(crate) digest: [u8; 32],
+    /// What its signature entitles it to.
+    pub(crate) entitlements: Entitlements,
     /// What exec makes of it, read from the verified content.
     pub(crate) exec: Exec<'n>,
 }
@@ -149,6 +151,7 @@ pub(crate) fn verify_file<'n>(
         verify::<KernelSha256, _, _>(&mut reader, Structure::Locate, &mut keyrings, &mut Vmalloc)?;
     Ok(Verified {
         digest: verified.digest,
+        entitlements: verified.entitlements,
         exec: read_exec(&mut reader, name)?,
     })
 }
@@ -165,6 +168,8 @@ pub(crate) struct Exec<'n> {
     pub(crate) interpreter: Option<&'n CStr>,
     /// Whether it is a dynamic loader (see [`ExecInfo`]).
     pub(crate) loader: bool,
+    /// Whether exec gives it an executable stack (see [`ExecInfo`]).
+    pub(crate) executable_stack: bool,
 }
 
 /// Reads what exec makes of `file`; the interpreter's name goes into `name` (NUL-terminated).
@@ -182,6 +187,7 @@ fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec
         return Ok(Exec {
             interpreter: None,
             loader: info.loader,
+            executable_stack: info.executable_stack,
         });
     };
     let malformed = || Failure::new(Reason::MalformedElf);
@@ -203,5 +209,6 @@ fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec
     Ok(Exec {
         interpreter: Some(interpreter),
         loader: info.loader,
+        executable_stack: info.executable_stack,
     })
 }
