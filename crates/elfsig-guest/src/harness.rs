@@ -146,7 +146,15 @@ pub fn counters_grew(before: &Stats, after: &Stats, expected: &[(&str, u64)]) ->
         .filter(|(name, n)| grew(before, after, name) != *n)
         .map(|(name, n)| format!("{name} grew by {} instead of {n}", grew(before, after, name)))
         .collect();
-    ensure(wrong.is_empty(), || wrong.join(", "))
+    ensure(wrong.is_empty(), || {
+        // What did grow tells what happened instead.
+        let moved: Vec<String> = after
+            .keys()
+            .filter(|name| grew(before, after, name) > 0)
+            .map(|name| format!("{name}+{}", grew(before, after, name)))
+            .collect();
+        format!("{} (grew: {})", wrong.join(", "), moved.join(" "))
+    })
 }
 
 /// The serial of the keyring called `name` (`.blacklist`, `.secondary_trusted_keys`), from

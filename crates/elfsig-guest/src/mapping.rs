@@ -185,8 +185,14 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         mapping_refused(GUARD_PROBE, &["mprotect", HELLO_UNSIGNED], &[], "made_executable")?;
         // Signed or not: the file cannot be verified where mprotect is decided.
         mapping_refused(GUARD_PROBE, &["mprotect", &format!("{SIGNED}/hello")], &[], "made_executable")?;
-        // Anonymous executable memory (JITs) is out of scope.
-        runs(GUARD_PROBE, &["anon"], Some(b"anon: ok\n"))
+        // Anonymous memory made executable is refused too, without the jit entitlement
+        // (runtime.rs has the rest of that rule).
+        let before = stats()?;
+        let out = elfsig_guest::harness::run(GUARD_PROBE, &["anon"]).context("run guard-probe anon")?;
+        ensure(out.status.code() == Some(1) && out.stdout == b"anon: Permission denied\n", || {
+            format!("guard-probe anon exited {} printing {:?}", out.status, String::from_utf8_lossy(&out.stdout))
+        })?;
+        counters_grew(&before, &stats()?, &[("needs_jit", 1), ("memory_denied", 1), ("mmap_denied", 0)])
     });
     suite.case("real_software_runs_under_the_guard", || {
         runs(BASH, &["-c", "echo $((6 * 7))"], Some(b"42\n"))?;

@@ -34,6 +34,7 @@ pub(crate) fn mapping_refused(path: &str, args: &[&str], env: &[(&str, &str)], r
     ensure(!out.status.success(), || format!("{path} {args:?} with {env:?} succeeded, printing {stdout}"))?;
     ensure(!out.stdout.starts_with(GUARD_LIBRARY_LOADED), || format!("the refused library ran: {stdout}"))?;
     counters_grew(&before, &after, &[(reason, 1), ("mmap_denied", 1), ("denied", 0)])
+        .map_err(|e| format!("{e}; it printed {stdout}"))
 }
 
 /// `guard-probe dlopen PATH`: whether it loaded, with the counters' growth checked.

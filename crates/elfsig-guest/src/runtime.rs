@@ -8,6 +8,12 @@
 //! window between a mapping's check and its creation by holding the process's `mmap_lock`
 //! (which the mapping must take after its check): without the module's write refusal, a
 //! writer lands its payload in mappings the check allowed.
+//!
+//! Memory made executable at run time (W^X): `guard-probe code WAY` writes machine code into
+//! memory one way after another, as a JIT or an exploit in a signed interpreter would, and runs
+//! it. Signed as it is, every way is refused and counted (`needs_jit`); signed with the `jit`
+//! entitlement, the same program runs its code every way but one: no one makes a file mapping
+//! executable after the fact. A program that asks for an executable stack is refused alike.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -15,11 +21,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use elfsig_fixtures::{GUARD_LIBRARY, GUARD_LIBRARY_LOADED};
-use elfsig_guest::harness::{Context, Outcome, Stats, Suite, diagnostic, ensure, read, run, stats};
-use elfsig_guest::image::{GUARD_PROBE, LIB_SIGNED, LIB_UNSIGNED};
+use elfsig_guest::harness::{
+    Context, Outcome, Stats, Suite, copy_exec, counters_grew, diagnostic, ensure, grew, kernel_log, read, refused, run,
+    runs, stats, wait_for_log_budget, write_control, write_exec,
+};
+use elfsig_guest::image::{CERT, ELFSIG, GUARD_PROBE, KEY, LIB_SIGNED, LIB_UNSIGNED};
 use elfsig_guest::system;
 
-use crate::unprivileged::{as_user, user_dir};
+use crate::mapping_checks::library;
+use crate::unprivileged::{as_user, audit, audited_process, own, user_dir};
 
 /// How long each way of mapping races the writer at least: hundreds of attempts and dozens of
 /// `dlopen`s under TCG.
@@ -45,6 +55,167 @@ const PAYLOAD_LOADED: &[u8] = b"libelfsig-guard PWNED!\n";
 
 pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("a_writer_racing_the_mapping_check_never_gets_its_code_mapped", racing_writer);
+    suite.case("code_made_at_run_time_runs_only_with_the_jit_entitlement", code_made_at_run_time);
+    suite.case("an_executable_stack_needs_the_jit_entitlement", executable_stack);
+    suite.case("permissive_mode_lists_programs_that_would_need_jit", permissive_jit);
+    suite.case("runtime_off_lets_programs_make_memory_executable", runtime_off);
+    suite.case("process_memory_is_reached_only_with_the_debugger_entitlement", injection);
+}
+
+/// The ways `guard-probe inject` reaches a process's memory (a child's, or its own through
+/// `/proc`).
+const INJECTIONS: [&str; 5] = ["ptrace", "traceme", "vm-writev", "proc-mem", "proc-self-mem"];
+
+/// The ways `guard-probe code` makes code at run time, and whether the probe entitled to `jit`
+/// runs it: a file mapping made executable once it was not is refused to every program.
+const WAYS: [(&str, bool); 10] = [
+    ("anon-wx", true),
+    ("anon-w-then-x", true),
+    ("shared-wx", true),
+    ("shared-w-then-x", true),
+    ("implied", true),
+    ("implied-brk", true),
+    ("stack", true),
+    ("uffd", true),
+    ("text-wx", true),
+    ("text-w-then-x", false),
+];
+
+/// Signs a copy of `from` at `to` with the test key and `--entitle entitlement`, for the user.
+fn entitled(from: &str, to: &str, entitlement: &str) -> Outcome {
+    let out = run(ELFSIG, &["-q", "sign", "--key", KEY, "--cert", CERT, "--entitle", entitlement, "-o", to, from])
+        .context("run elfsig sign")?;
+    ensure(out.status.success(), || format!("elfsig sign --entitle {entitlement}: {}", shown(&out.stderr)))?;
+    own(to)
+}
+
+fn shown(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim().to_owned()
+}
+
+/// `probe code WAY` as it is now: `Ok(true)` when the code ran, `Ok(false)` when it was refused.
+fn code_ran(probe: &str, way: &str) -> Result<bool, String> {
+    probe_ran(probe, &["code", way, &library(LIB_SIGNED)], way)
+}
+
+/// `probe ARGS`, which tries `way`: `Ok(true)` when it ran, `Ok(false)` when it was refused.
+fn probe_ran(probe: &str, args: &[&str], way: &str) -> Result<bool, String> {
+    let out = run(probe, args).context(&format!("run {probe} {args:?}"))?;
+    let stdout = shown(&out.stdout);
+    match out.status.code() {
+        Some(0) if stdout.ends_with(&format!("{way}: ran")) => Ok(true),
+        Some(1) if stdout.contains(&format!("{way}: refused: ")) => Ok(false),
+        _ => Err(format!("{probe} {args:?}: {} printing {stdout:?} ({})", out.status, shown(&out.stderr))),
+    }
+}
+
+/// The probe as signed, and a copy entitled to `entitlement`, in a directory of the user's.
+fn probes(case: &str, entitlement: &str) -> Result<(String, String), String> {
+    let dir = user_dir(case)?;
+    let (plain, entitled_copy) = (format!("{dir}/plain"), format!("{dir}/{entitlement}"));
+    copy_exec(GUARD_PROBE, &plain)?;
+    own(&plain)?;
+    entitled(GUARD_PROBE, &entitled_copy, entitlement)?;
+    Ok((plain, entitled_copy))
+}
+
+fn code_made_at_run_time() -> Outcome {
+    let (plain, jit) = probes("jit", "jit")?;
+    let daemon = audit()?;
+    let before = stats()?;
+    as_user(|| {
+        for (way, entitled_runs) in WAYS {
+            ensure(!code_ran(&plain, way)?, || format!("{way}: code made at run time ran without jit"))?;
+            ensure(code_ran(&jit, way)? == entitled_runs, || {
+                format!("{way}: the program entitled to jit {}", if entitled_runs { "was refused" } else { "ran" })
+            })?;
+        }
+        Ok(())
+    })?;
+    let after = stats()?;
+    // Every way but the last was refused for want of jit (some more than once: the probe's
+    // printf allocates under READ_IMPLIES_EXEC); the last one for making a file mapping
+    // executable, to both probes.
+    let ways = WAYS.len() as u64 - 1;
+    ensure(grew(&before, &after, "needs_jit") >= ways && grew(&before, &after, "memory_denied") >= ways, || {
+        format!(
+            "needs_jit grew by {}, memory_denied by {}, expected {ways} at least",
+            grew(&before, &after, "needs_jit"),
+            grew(&before, &after, "memory_denied")
+        )
+    })?;
+    ensure(grew(&before, &after, "made_executable") == 2, || "text-w-then-x was not refused twice".into())?;
+    audited_process(&daemon, "elfsig_memory", "needs_jit", "plain")
+}
+
+/// A copy of `bytes`, an ELF64 little-endian program, whose `PT_GNU_STACK` asks for an
+/// executable stack.
+fn with_executable_stack(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = bytes.to_vec();
+    let field = |at: usize, len: usize| -> Result<u64, String> {
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(bytes.get(at..at + len).ok_or("a truncated ELF header")?);
+        Ok(u64::from_le_bytes(word))
+    };
+    let (phoff, entry, count) = (field(32, 8)? as usize, field(54, 2)? as usize, field(56, 2)? as usize);
+    for index in 0..count {
+        let at = phoff + index * entry;
+        if field(at, 4)? == 0x6474_e551 {
+            let flags = field(at + 4, 4)? as u32 | 1;
+            out.get_mut(at + 4..at + 8).ok_or("a truncated program header")?.copy_from_slice(&flags.to_le_bytes());
+            return Ok(out);
+        }
+    }
+    Err("no PT_GNU_STACK".into())
+}
+
+fn executable_stack() -> Outcome {
+    let dir = user_dir("execstack")?;
+    let (plain, jit) = (format!("{dir}/plain"), format!("{dir}/jit"));
+    write_exec(&plain, &with_executable_stack(&read(GUARD_PROBE)?)?)?;
+    // Changed, the copy must be signed again: as it is, then with jit.
+    let out = run(ELFSIG, &["-q", "sign", "--key", KEY, "--cert", CERT, &plain]).context("run elfsig sign")?;
+    ensure(out.status.success(), || format!("elfsig sign: {}", shown(&out.stderr)))?;
+    own(&plain)?;
+    entitled(&plain, &jit, "jit")?;
+    let before = stats()?;
+    as_user(|| {
+        refused(&plain)?;
+        runs(&jit, &["hello"], Some(b"hello\n"))
+    })?;
+    let after = stats()?;
+    counters_grew(&before, &after, &[("needs_jit", 1), ("denied", 1)])
+}
+
+fn permissive_jit() -> Outcome {
+    let (plain, _) = probes("jit-permissive", "jit")?;
+    wait_for_log_budget();
+    write_control("mode", "permissive").context("set permissive")?;
+    let before = stats()?;
+    let ran =
+        as_user(|| ensure(code_ran(&plain, "anon-wx")?, || "permissive mode refused code made at run time".into()));
+    let after = stats()?;
+    write_control("mode", "enforce").context("set enforce")?;
+    ran?;
+    counters_grew(&before, &after, &[("needs_jit", 1), ("memory_denied", 0)])?;
+    let line = "would refuse (permissive) executable memory in plain (pid ";
+    let log = kernel_log()?;
+    let said = "needs_jit (anonymous memory)";
+    ensure(log.iter().any(|l| l.contains(line) && l.ends_with(said)), || {
+        format!("no {line:?} ending {said:?} in the kernel log")
+    })
+}
+
+fn runtime_off() -> Outcome {
+    let (plain, _) = probes("jit-off", "jit")?;
+    ensure(read("/sys/kernel/security/elfsig/runtime")? == b"enforce\n", || {
+        "runtime is not enforce by default".into()
+    })?;
+    write_control("runtime", "off").context("set runtime off")?;
+    let ran = as_user(|| ensure(code_ran(&plain, "anon-w-then-x")?, || "runtime off refused it".into()));
+    write_control("runtime", "enforce").context("set runtime enforce")?;
+    ran?;
+    as_user(|| ensure(!code_ran(&plain, "anon-w-then-x")?, || "runtime enforce allowed it".into()))
 }
 
 /// The unsigned library, changed to say [`PAYLOAD_LOADED`] when loaded.
@@ -228,4 +399,30 @@ fn racing_writer() -> Outcome {
         }
     }
     Err(format!("{last} files hold writers off after the race, {before} before"))
+}
+
+fn injection() -> Outcome {
+    let (plain, debugger) = probes("debugger", "debugger")?;
+    let daemon = audit()?;
+    let before = stats()?;
+    as_user(|| {
+        for way in INJECTIONS {
+            let args = ["inject", way];
+            ensure(!probe_ran(&plain, &args, way)?, || format!("{way}: allowed without the debugger entitlement"))?;
+            ensure(probe_ran(&debugger, &args, way)?, || {
+                format!("{way}: refused to the program entitled to debugger")
+            })?;
+        }
+        Ok(())
+    })?;
+    let after = stats()?;
+    let ways = INJECTIONS.len() as u64;
+    ensure(grew(&before, &after, "needs_debugger") == ways && grew(&before, &after, "ptrace_denied") == ways, || {
+        format!(
+            "needs_debugger grew by {}, ptrace_denied by {}, expected {ways}",
+            grew(&before, &after, "needs_debugger"),
+            grew(&before, &after, "ptrace_denied")
+        )
+    })?;
+    audited_process(&daemon, "elfsig_ptrace", "needs_debugger", "plain")
 }

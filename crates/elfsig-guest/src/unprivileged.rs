@@ -144,6 +144,20 @@ pub(crate) fn audited(daemon: &AuditDaemon, op: &str, cause: &str, name: &str) -
     audited_in(&records, op, cause, name)
 }
 
+/// Checks that `daemon` received a record of `op` for `cause` about what the user's process
+/// named `comm` asked (no file: the record names the process).
+pub(crate) fn audited_process(daemon: &AuditDaemon, op: &str, cause: &str, comm: &str) -> Outcome {
+    let records = daemon.records(INTEGRITY_DATA).context("read the audit records")?;
+    let uid = USER.to_string();
+    let found = records.iter().map(|r| audit_fields(r)).any(|f| {
+        f.get("op").map(String::as_str) == Some(op)
+            && f.get("cause").map(String::as_str) == Some(cause)
+            && f.get("uid") == Some(&uid)
+            && f.get("comm").is_some_and(|c| c == comm)
+    });
+    ensure(found, || format!("no {op} record for {cause} by {comm} as uid {uid} among {records:#?}"))
+}
+
 /// [`audited`], among `records`.
 fn audited_in(records: &[String], op: &str, cause: &str, name: &str) -> Outcome {
     audited_by(records, USER, op, cause, name)

@@ -303,6 +303,20 @@ fn sign(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
         bytes as f64 / (1 << 20) as f64,
         signed as f64 / seconds
     );
+    entitle(root, elfsig, key)
+}
+
+/// The programs of the Debian 13 system that must make memory executable at run time, and
+/// why: signed again, with the `jit` entitlement, once the system is signed.
+const ENTITLED_JIT: [(&str, &str); 1] =
+    [("usr/bin/python3.13", "ctypes puts its callbacks (one made at import) in writable and executable memory")];
+
+/// Signs again, entitled, the programs of [`ENTITLED_JIT`], and says so.
+fn entitle(root: &Path, elfsig: &Path, key: &KeyPair) -> Result {
+    for (path, why) in ENTITLED_JIT {
+        key.sign(elfsig).args(["--entitle", "jit"]).arg(root.join(path)).run()?;
+        eprintln!("xtask: entitled to jit: /{path} ({why})");
+    }
     Ok(())
 }
 

@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use elfsig_guest::image;
+
 use crate::Result;
 use crate::keys::KeyPair;
 
@@ -27,26 +29,29 @@ pub fn system(name: &str) -> Result<PathBuf> {
     elfsig_fixtures::system_binary(name).ok_or_else(|| format!("{name} is not installed"))
 }
 
-/// Signs each staged file with its key (one `elfsig sign` per key) in `dir`, and returns
-/// every file's final bytes.
+/// Signs each staged file with its key (one `elfsig sign` per key, and one more for the
+/// programs entitled to `jit`, [`image::ENTITLED_JIT`]) in `dir`, and returns every file's
+/// final bytes.
 pub fn sign_all(elfsig: &Path, staged: &[Staged<'_>], dir: &Path) -> Result<Vec<Vec<u8>>> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut by_key: Vec<(&KeyPair, Vec<PathBuf>)> = Vec::new();
+    let mut by_key: Vec<((&KeyPair, bool), Vec<PathBuf>)> = Vec::new();
     let mut paths = Vec::new();
     for (i, file) in staged.iter().enumerate() {
         let path = dir.join(format!("{i:02}"));
         fs::write(&path, &file.bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         if let Some(key) = file.key {
-            match by_key.iter_mut().find(|(k, _)| k.key == key.key) {
+            let jit = image::ENTITLED_JIT.contains(&file.guest_path.as_str());
+            match by_key.iter_mut().find(|((k, j), _)| k.key == key.key && *j == jit) {
                 Some((_, files)) => files.push(path.clone()),
-                None => by_key.push((key, vec![path.clone()])),
+                None => by_key.push(((key, jit), vec![path.clone()])),
             }
         }
         paths.push(path);
     }
-    for (key, files) in by_key {
-        key.sign(elfsig).args(&files).run()?;
+    for ((key, jit), files) in by_key {
+        let entitle: &[&str] = if jit { &["--entitle", "jit"] } else { &[] };
+        key.sign(elfsig).args(entitle).args(&files).run()?;
     }
     paths.iter().map(|p| read(p)).collect()
 }
