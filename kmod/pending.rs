@@ -39,8 +39,11 @@ pub(crate) struct Expecting {
 /// Records what the current exec of `exec.task` expects, replacing what an earlier exec of the
 /// same task left. Fails with `ENOMEM`.
 pub(crate) fn expect(exec: Exec, expecting: &Expecting) -> kernel::error::Result {
-    let mut entry = Expectation::default();
-    entry.count = exec.count.wrapping_add(1);
+    let mut entry = Expectation {
+        count: exec.count.wrapping_add(1),
+        entitlements: expecting.entitlements.bits(),
+        ..Expectation::default()
+    };
     if let Expected::File(id) = expecting.interpreter {
         entry.flags |= Expectation::INTERPRETER;
         entry.interpreter = id;
@@ -49,7 +52,6 @@ pub(crate) fn expect(exec: Exec, expecting: &Expecting) -> kernel::error::Result
         entry.flags |= Expectation::PROGRAM;
         entry.program = id;
     }
-    entry.entitlements = expecting.entitlements.bits();
     pending::put(exec.task, &entry)
 }
 

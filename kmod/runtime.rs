@@ -40,7 +40,7 @@ use crate::stats::Stats;
 /// What the module keeps for a task: 0 when nothing is known (its program ran before the guard
 /// was attached), else [`Record::KNOWN`] with the entitlements' bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Record(u32);
+struct Record(u32);
 
 impl Record {
     const KNOWN: u32 = 1 << 31;
