@@ -150,7 +150,8 @@ pub fn kernel() -> Result<DebianKernel> {
 
 /// The filesystems the VM suite's unprivileged cases mount, which Debian's kernel builds as
 /// modules (crates/elfsig-guest/src/unprivileged.rs).
-const FILESYSTEM_MODULES: &[&str] = &["overlay", "loop", "vfat", "nls_cp437", "nls_iso8859_1", "btrfs", "fuse"];
+const FILESYSTEM_MODULES: &[&str] =
+    &["overlay", "loop", "vfat", "nls_cp437", "nls_iso8859_1", "btrfs", "fuse", "binfmt_misc"];
 
 /// [`FILESYSTEM_MODULES`] and every module they need, in an order they load in, decompressed
 /// under target/vm/debian-modules/ (Debian signs and xz-compresses them; the guest loads them

@@ -5,14 +5,11 @@ use elfsig_guest::harness::{Context, Outcome, control, ensure, refused, runs, wr
 use elfsig_guest::image::{self, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, LD_SO};
 use elfsig_guest::system;
 
-/// What a locked module must hold to: enforce, no unloading, the loader denied for good, and
-/// still signed programs run.
+/// What a locked module must hold to: enforce, no unloading, the loader denied for good, the
+/// run-time rules on, and still signed programs run.
 pub(crate) fn checks() -> Outcome {
     ensure(std::fs::read_to_string(control("lock")).context("read lock")? == "1\n", || "not locked".into())?;
-    let permissive = write_control("mode", "permissive");
-    ensure(permissive.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
-        format!("switching to permissive while locked gave {permissive:?}")
-    })?;
+    refuses("mode", "permissive", "enforce")?;
     // The kernel's answer to unloading a module in use, without waiting (rmmod's way).
     let unload = system::unload_module("elfsig");
     ensure(unload.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EWOULDBLOCK)), || {
@@ -20,26 +17,22 @@ pub(crate) fn checks() -> Outcome {
     })?;
     ensure(std::path::Path::new(&control("mode")).exists(), || "the module went away".into())?;
     if std::fs::read_to_string(control("guard")).context("read guard")? == "active\n" {
-        let release = write_control("guard", "release");
-        ensure(release.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
-            format!("releasing the mapping guard while locked gave {release:?}")
-        })?;
-        ensure(std::fs::read_to_string(control("guard")).context("read guard")? == "active\n", || {
-            "the guard is not active after a refused release".into()
-        })?;
+        refuses("guard", "release", "active")?;
     }
-    let allow = write_control("loader", "allow");
-    ensure(allow.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
-        format!("allowing the loader while locked gave {allow:?}")
-    })?;
+    refuses("loader", "allow", "deny")?;
     refused(LD_SO)?;
-    let untrusted = write_control("untrusted", "verify");
-    ensure(untrusted.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
-        format!("allowing untrusted mounts while locked gave {untrusted:?}")
-    })?;
-    ensure(std::fs::read_to_string(control("untrusted")).context("read untrusted")? == "refuse\n", || {
-        "untrusted mounts are allowed after a refused write".into()
-    })?;
+    refuses("untrusted", "verify", "refuse")?;
+    refuses("runtime", "off", "enforce")?;
     refused(HELLO_UNSIGNED)?;
     runs(image::HELLO, &[], Some(HELLO))
+}
+
+/// Writing `word` to control file `name` is refused (`EPERM`), and the file still says `still`.
+fn refuses(name: &str, word: &str, still: &str) -> Outcome {
+    let written = write_control(name, word);
+    ensure(written.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)), || {
+        format!("writing {word} to {name} while locked gave {written:?}")
+    })?;
+    let now = std::fs::read_to_string(control(name)).context(&format!("read {name}"))?;
+    ensure(now.trim_end() == still, || format!("{name} says {now:?} after the refused write of {word}"))
 }

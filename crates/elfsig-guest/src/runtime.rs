@@ -211,6 +211,15 @@ fn runtime_off() -> Outcome {
     ensure(read("/sys/kernel/security/elfsig/runtime")? == b"enforce\n", || {
         "runtime is not enforce by default".into()
     })?;
+    for word in ["of", "enforce off", "1", "Enforce"] {
+        let written = write_control("runtime", word);
+        ensure(written.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL)), || {
+            format!("writing {word:?} to runtime gave {written:?}")
+        })?;
+    }
+    ensure(read("/sys/kernel/security/elfsig/runtime")? == b"enforce\n", || {
+        "runtime changed after words it refused".into()
+    })?;
     write_control("runtime", "off").context("set runtime off")?;
     let ran = as_user(|| ensure(code_ran(&plain, "anon-w-then-x")?, || "runtime off refused it".into()));
     write_control("runtime", "enforce").context("set runtime enforce")?;

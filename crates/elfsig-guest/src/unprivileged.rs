@@ -191,6 +191,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("vfat_file_with_its_time_set_back_is_verified_again", vfat_time_set_back);
     suite.case("btrfs_subvolumes_never_share_a_verdict", btrfs_subvolumes);
     suite.case("execveat_check_answers_as_execve", execve_check);
+    suite.case("binfmt_misc_entries_of_a_user_namespace_run_only_signed_interpreters", binfmt_misc);
     suite.case("failed_execs_never_make_another_users_execs_fail", lingering_failed_execs);
     suite.case("an_exec_killed_while_its_file_is_hashed_stops_hashing", killed_while_hashed);
     suite.case("unsigned_32_bit_programs_refused", thirty_two_bit);
@@ -710,6 +711,47 @@ fn execve_check() -> Outcome {
     })?;
     counters_grew(&before, &stats()?, &[("unsigned", 2)])?;
     audited(&daemon, "elfsig_execve_check", "unsigned", HELLO_UNSIGNED)
+}
+
+/// binfmt_misc hands a file whose first bytes match an entry to the interpreter the entry names:
+/// the handler checks that interpreter as it checks any program. Since Linux 6.7 a user may
+/// mount binfmt_misc in a user namespace of its own and register entries there: an entry naming
+/// an unsigned interpreter must not run it, whether the interpreter is opened at each exec or at
+/// registration (`F`); an entry naming a signed one runs it. Kernels without binfmt_misc (the
+/// test kernels) refuse the mount.
+fn binfmt_misc() -> Outcome {
+    let dir = user_dir("binfmt-misc")?;
+    let entries = format!("{dir}/binfmt_misc");
+    std::fs::create_dir_all(&entries).context("create the mount point")?;
+    own(&entries)?;
+    if !std::fs::read_to_string("/proc/filesystems").context("read /proc/filesystems")?.contains("binfmt_misc") {
+        elfsig_guest::harness::diagnostic("this kernel has no binfmt_misc: the mount is refused");
+        return as_user_in_namespace(|| {
+            let mounted = system::mount_with("binfmt_misc", &entries, "binfmt_misc", 0, "");
+            ensure(mounted.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::ENODEV)), || {
+                format!("mount binfmt_misc: {mounted:?}, expected ENODEV")
+            })
+        });
+    }
+    // A file for each entry: its magic, then a line for the interpreter to ignore.
+    let files = [("signed", HELLO, ""), ("unsigned", HELLO_UNSIGNED, ""), ("unsigned-opened", HELLO_UNSIGNED, "F")];
+    for (name, _, _) in files {
+        user_file(&format!("{dir}/{name}"), format!("ELFSIG-{name}\n").as_bytes())?;
+    }
+    let daemon = audit()?;
+    let before = stats()?;
+    as_user_in_namespace(|| {
+        system::mount_with("binfmt_misc", &entries, "binfmt_misc", 0, "").context("mount binfmt_misc")?;
+        for (name, interpreter, flags) in files {
+            let entry = format!(":elfsig-{name}:M::ELFSIG-{name}::{interpreter}:{flags}");
+            std::fs::write(format!("{entries}/register"), &entry).context(&format!("register {entry}"))?;
+        }
+        runs(&format!("{dir}/signed"), &[], Some(HELLO_OUTPUT))?;
+        refused(&format!("{dir}/unsigned"))?;
+        refused(&format!("{dir}/unsigned-opened"))
+    })?;
+    counters_grew(&before, &stats()?, &[("unsigned", 2)])?;
+    audited(&daemon, "elfsig_exec", "unsigned", HELLO_UNSIGNED)
 }
 
 /// A local denial of service: execs the module lets through that then fail (binfmt_elf refuses
