@@ -199,6 +199,12 @@ pub struct DebSignArgs {
     /// packages for all architectures are foreign, and left alone. This machine's by default.
     #[arg(long, value_name = "ARCH", default_value = crate::architecture::Machines::host_debian())]
     pub architecture: String,
+    /// Entitle the program installed as FILE (an absolute path, as in the package's listing) to
+    /// what `sign --entitle` names, comma-separated (`/usr/bin/python3.13=jit`); may be
+    /// repeated, once per file. `none` grants nothing. Other files keep what their signature
+    /// granted. A FILE that no package given holds as an ELF file it signs is an error.
+    #[arg(long, value_name = "FILE=ENTITLEMENTS", value_parser = parse_file_entitlements)]
+    pub entitle: Vec<(PathBuf, Vec<Option<elfsig_core::Entitlement>>)>,
     /// Packages (.deb), or directories holding them (searched recursively).
     #[arg(value_name = "PACKAGE", required = true)]
     pub packages: Vec<PathBuf>,
@@ -421,6 +427,16 @@ fn parse_entitlement(value: &str) -> Result<Option<elfsig_core::Entitlement>, St
         let names: Vec<&str> = Entitlement::ALL.iter().map(|e| e.name()).collect();
         format!("must be one of {}, or none", names.join(", "))
     })
+}
+
+/// `FILE=ENTITLEMENT[,ENTITLEMENT...]`, FILE absolute.
+fn parse_file_entitlements(value: &str) -> Result<(PathBuf, Vec<Option<elfsig_core::Entitlement>>), String> {
+    let (file, words) = value.split_once('=').ok_or("must be FILE=ENTITLEMENTS, as /usr/bin/python3.13=jit")?;
+    if !file.starts_with('/') || file.len() < 2 {
+        return Err(format!("{file:?} is not an absolute path to a file"));
+    }
+    let entitlements = words.split(',').map(parse_entitlement).collect::<Result<_, _>>()?;
+    Ok((PathBuf::from(file), entitlements))
 }
 
 fn parse_bits(value: &str) -> Result<usize, String> {

@@ -547,3 +547,71 @@ fn usage_errors() {
         .code(2)
         .stderr(contains("would both be written to"));
 }
+
+/// What `elfsig inspect --json` says `file` is entitled to.
+fn entitlements_of(file: &Path) -> serde_json::Value {
+    let out = elfsig().args(["inspect", "--json"]).arg(file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["signature"]["entitlements"].clone()
+}
+
+#[test]
+fn entitle_grants_what_it_names_to_the_files_it_names() {
+    let keys = keys("a");
+    let scratch = Scratch::new();
+    let deb = build_package(&scratch, "entitled", "xz");
+    let program = "--entitle=/usr/bin/program=jit,debugger";
+    deb_sign(&keys)
+        .args([program, "--entitle=/usr/lib/libls.so=none"])
+        .arg(&deb)
+        .assert()
+        .success()
+        .stderr(contains("/usr/bin/program: entitled to jit,debugger"))
+        .stderr(contains("/usr/lib/libls.so: entitled to nothing"));
+    let (files, _) = extract(&deb, &scratch.path("entitled-files"));
+    assert_eq!(entitlements_of(&files.join("usr/bin/program")), serde_json::json!(["jit", "debugger"]));
+    // Its second name is the same file.
+    assert_eq!(entitlements_of(&files.join("usr/bin/program-again")), serde_json::json!(["jit", "debugger"]));
+    for other in ["usr/bin/owned-elsewhere", "usr/lib/libls.so", &format!("{LONG_DIR}/program")] {
+        assert_eq!(entitlements_of(&files.join(other)), serde_json::json!([]), "{other}");
+    }
+    deb_verify(&keys).arg(&deb).assert().success();
+    // Signed again without --entitle: what was granted stays, and the package with it.
+    let signed = fs::read(&deb).unwrap();
+    deb_sign(&keys).arg(&deb).assert().success().stdout(contains("(signed so already; unchanged)"));
+    assert!(fs::read(&deb).unwrap() == signed, "a re-sign that says nothing changed the package");
+    // A file the packages do not hold, or hold as no ELF file to sign: said, and the exit
+    // fails, the packages signed all the same.
+    // (Not held at all; a script; an ELF file left alone, a kernel module.)
+    for missing in ["/usr/bin/python3.13", "/usr/bin/script", "/usr/lib/modules/7.0.0/extra/driver.ko"] {
+        deb_sign(&keys)
+            .arg(format!("--entitle={missing}=jit"))
+            .arg(&deb)
+            .assert()
+            .code(1)
+            .stdout(contains("(signed so already; unchanged)"))
+            .stderr(contains(format!("--entitle {missing}: no package given holds it as an ELF file to sign")));
+        assert!(fs::read(&deb).unwrap() == signed, "{missing}: the package changed");
+    }
+}
+
+#[test]
+fn entitle_refuses_what_it_cannot_mean() {
+    let keys = keys("a");
+    let scratch = Scratch::new();
+    let deb = build_package(&scratch, "refused", "xz");
+    let before = fs::read(&deb).unwrap();
+    for (args, said) in [
+        (&["--entitle=usr/bin/program=jit"][..], "is not an absolute path"),
+        (&["--entitle=/usr/bin/program"], "must be FILE=ENTITLEMENTS"),
+        (&["--entitle=/usr/bin/program=allow-jit"], "must be one of jit, debugger, or none"),
+        (&["--entitle=/usr/bin/program=none,jit"], "--entitle none grants nothing"),
+        (
+            &["--entitle=/usr/bin/program=jit", "--entitle=//usr/bin/program=debugger"],
+            "--entitle names //usr/bin/program twice",
+        ),
+    ] {
+        deb_sign(&keys).args(args).arg(&deb).assert().code(2).stderr(contains(said));
+    }
+    assert!(fs::read(&deb).unwrap() == before, "a refused command changed the package");
+}

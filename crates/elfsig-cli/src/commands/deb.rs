@@ -1,6 +1,6 @@
 //! `elfsig deb sign` and `elfsig deb verify`: Debian packages, one per core at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +25,7 @@ pub fn run(args: &DebArgs, quiet: bool) -> Result<ExitCode, Error> {
 
 fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
     known_architecture(&args.architecture)?;
+    let grants = resign::Grants::new(&args.entitle)?;
     let signer = RecordSigner::open(&args.signing.key, &args.signing.cert)?;
     let packages = packages(&args.packages)?;
     if let Some(dir) = &args.output_dir {
@@ -41,7 +42,8 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
         }
     }
     let paths: Vec<PathBuf> = packages.iter().map(|(path, _)| path.clone()).collect();
-    Ok(output::run_all(&paths, Verbosity::from_quiet(quiet), "signed", |index, path| {
+    let granted = std::sync::Mutex::new(BTreeSet::new());
+    let status = output::run_all(&paths, Verbosity::from_quiet(quiet), "signed", |index, path| {
         let output = match &args.output_dir {
             Some(dir) => dir.join(&packages[index].1),
             None => path.to_owned(),
@@ -51,10 +53,25 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
                 return Outcome::Failed(Error::io("cannot create directory", parent, e), None);
             }
         }
-        match resign::resign(path, &output, &signer, &args.architecture) {
+        let resigned = resign::resign(path, &output, &signer, &args.architecture, &grants);
+        let notes: Vec<String> = match &resigned {
+            Ok(resigned) => resigned
+                .entitled
+                .iter()
+                .map(|(file, entitlements)| {
+                    if let Ok(mut granted) = granted.lock() {
+                        granted.insert(file.clone());
+                    }
+                    let what = if entitlements.is_empty() { "nothing".to_owned() } else { entitlements.to_string() };
+                    format!("/{}: entitled to {what}", String::from_utf8_lossy(file))
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        match resigned {
             Ok(resigned) if !resigned.changed && resigned.signed == 0 => Outcome::Done {
                 line: Some(format!("{}: no ELF file to sign{}; unchanged", output.display(), alone(&resigned.skipped))),
-                notes: Vec::new(),
+                notes,
             },
             Ok(resigned) => Outcome::Done {
                 line: Some(format!(
@@ -65,11 +82,21 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
                     alone(&resigned.skipped),
                     if resigned.changed { "" } else { " (signed so already; unchanged)" }
                 )),
-                notes: Vec::new(),
+                notes,
             },
             Err(e) => Outcome::Failed(e, None),
         }
-    }))
+    });
+    // A grant that found no file would leave the program it meant without it, unseen.
+    let granted = granted.into_inner().unwrap_or_default();
+    let missed: Vec<String> = grants.missing(&granted).collect();
+    if missed.is_empty() {
+        return Ok(status);
+    }
+    for file in &missed {
+        eprintln!("elfsig: --entitle {file}: no package given holds it as an ELF file to sign");
+    }
+    Ok(ExitCode::FAILURE)
 }
 
 fn verify(args: &DebVerifyArgs, quiet: bool) -> Result<ExitCode, Error> {

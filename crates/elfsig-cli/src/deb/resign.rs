@@ -2,11 +2,13 @@
 //! signed (re-signed if it was), in the tar stream; the stream is compressed again as it was;
 //! `control.tar` gets the new `md5sums` and `Installed-Size`. Every other byte of the package
 //! is kept. A package without an ELF file to sign, or whose files were signed so already, is
-//! left exactly as it was.
+//! left exactly as it was. A file keeps what its signature granted, unless `--entitle` names it
+//! ([`Grants`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
+use elfsig_core::Entitlements;
 use elfsig_core::elf::ELF_MAGIC;
 use std::path::Path;
 
@@ -31,18 +33,57 @@ pub struct Resigned {
     pub skipped: BTreeMap<Skip, usize>,
     /// Whether the package changed (false: it was written, or left, as it was).
     pub changed: bool,
+    /// The files signed with what `--entitle` granted them, by path in the package.
+    pub entitled: Vec<(Vec<u8>, Entitlements)>,
+}
+
+/// What `deb sign --entitle` grants, by the path a file is installed at, in the form the
+/// package's listing gives it without its leading `./` (`usr/bin/python3.13`).
+#[derive(Debug, Default)]
+pub struct Grants(BTreeMap<Vec<u8>, Entitlements>);
+
+impl Grants {
+    /// The grants `--entitle` asked for, each an absolute path and its words; a file named
+    /// twice, or `none` with other words, is a usage error.
+    pub fn new(asked: &[(std::path::PathBuf, Vec<Option<elfsig_core::Entitlement>>)]) -> Result<Self, Error> {
+        let mut grants = BTreeMap::new();
+        for (file, words) in asked {
+            let entitlements = match sign::Entitle::from_args(words)? {
+                sign::Entitle::Exactly(entitlements) => entitlements,
+                sign::Entitle::Keep => Entitlements::NONE,
+            };
+            let path = tar::relative(file.as_os_str().as_encoded_bytes()).to_vec();
+            if grants.insert(path, entitlements).is_some() {
+                return Err(Error::Usage(format!("--entitle names {} twice", file.display())));
+            }
+        }
+        Ok(Grants(grants))
+    }
+
+    /// What a file installed at `path` is signed with.
+    fn entitle(&self, path: &[u8]) -> sign::Entitle {
+        self.0.get(path).map_or(sign::Entitle::Keep, |&entitlements| sign::Entitle::Exactly(entitlements))
+    }
+
+    /// The files named that are not among `granted` (paths in the package), as installed
+    /// (`/usr/bin/python3.13`).
+    pub fn missing<'a>(&'a self, granted: &'a BTreeSet<Vec<u8>>) -> impl Iterator<Item = String> + 'a {
+        self.0.keys().filter(|path| !granted.contains(*path)).map(|path| format!("/{}", String::from_utf8_lossy(path)))
+    }
 }
 
 /// Re-signs the package `input` into `output` (which may be `input`: it is then replaced
-/// atomically), for hosts of `default_architecture` where the package is for all.
+/// atomically), for hosts of `default_architecture` where the package is for all, granting
+/// what `grants` says.
 pub fn resign(
     input: &Path,
     output: &Path,
     signer: &RecordSigner,
     default_architecture: &str,
+    grants: &Grants,
 ) -> Result<Resigned, Error> {
     let bytes = super::read(input)?;
-    let (resigned, package) = resign_bytes(&bytes, input, signer, default_architecture)?;
+    let (resigned, package) = resign_bytes(&bytes, input, signer, default_architecture, grants)?;
     if package.is_some() || !same_file(input, output) {
         write(input, output, package.as_deref().unwrap_or(&bytes))?;
     }
@@ -56,13 +97,14 @@ pub fn resign_bytes(
     input: &Path,
     signer: &RecordSigner,
     default_architecture: &str,
+    grants: &Grants,
 ) -> Result<(Resigned, Option<Vec<u8>>), Error> {
     let (parts, control_tar, native) = super::take_apart(bytes, default_architecture)?;
     let (data_index, compression) = parts.data;
     let data = parts.members[data_index].data;
     let mut resigned = Resigned::default();
     let rewritten = if holds_elf(data, compression)? {
-        let rewritten = rewrite_data(data, compression, input, &native, signer, &mut resigned)?;
+        let rewritten = rewrite_data(data, compression, input, &native, signer, grants, &mut resigned)?;
         Some(rewritten).filter(|(_, changes)| !changes.md5.is_empty())
     } else {
         None
@@ -115,6 +157,7 @@ fn rewrite_data(
     package: &Path,
     native: &Machines,
     signer: &RecordSigner,
+    grants: &Grants,
     resigned: &mut Resigned,
 ) -> Result<(Vec<u8>, Changes), Error> {
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("data.tar: {e}"));
@@ -151,9 +194,13 @@ fn rewrite_data(
                 Found::Elf { file, md5, skip: None } => {
                     let mut signed = files::scratch(&file.path)?;
                     let mut hashing = HashingWriter::new(&mut signed);
-                    sign::sign_open(&file, signer, sign::Entitle::Keep, &mut hashing, &file.path)?;
+                    let entitle = grants.entitle(entry.relative_path());
+                    sign::sign_open(&file, signer, entitle, &mut hashing, &file.path)?;
                     let (len, new_md5) = (hashing.len, hashing.finish());
                     resigned.signed += 1;
+                    if let sign::Entitle::Exactly(entitlements) = entitle {
+                        resigned.entitled.push((entry.relative_path().to_vec(), entitlements));
+                    }
                     files::rewound(&mut signed, &file.path)?;
                     if len == entry.size && new_md5 == md5 {
                         // Signed so already: as it was, padding and all.

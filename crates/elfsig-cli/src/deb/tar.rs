@@ -158,7 +158,7 @@ impl Header {
 }
 
 /// `path` without its leading `./` or `/`.
-fn relative(path: &[u8]) -> &[u8] {
+pub fn relative(path: &[u8]) -> &[u8] {
     let mut path = path.strip_prefix(b".").filter(|p| p.starts_with(b"/")).unwrap_or(path);
     while let Some(rest) = path.strip_prefix(b"/") {
         path = rest;
