@@ -429,14 +429,24 @@ fn parse_entitlement(value: &str) -> Result<Option<elfsig_core::Entitlement>, St
     })
 }
 
-/// `FILE=ENTITLEMENT[,ENTITLEMENT...]`, FILE absolute.
+/// `FILE=ENTITLEMENT[,ENTITLEMENT...]`, FILE an absolute path to a file, without `..` or a
+/// trailing `/` (repeated `/`s are one, a `.` inside is dropped); the last `=` ends it.
 fn parse_file_entitlements(value: &str) -> Result<(PathBuf, Vec<Option<elfsig_core::Entitlement>>), String> {
-    let (file, words) = value.split_once('=').ok_or("must be FILE=ENTITLEMENTS, as /usr/bin/python3.13=jit")?;
-    if !file.starts_with('/') || file.len() < 2 {
+    use std::path::{Component, Path};
+    let (file, words) = value.rsplit_once('=').ok_or("must be FILE=ENTITLEMENTS, as /usr/bin/python3.13=jit")?;
+    let mut normal = PathBuf::from("/");
+    for component in Path::new(file).components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => normal.push(name),
+            _ => return Err(format!("{file:?}: name the file without .. (or a leading .)")),
+        }
+    }
+    if !file.starts_with('/') || file.ends_with('/') || normal == Path::new("/") {
         return Err(format!("{file:?} is not an absolute path to a file"));
     }
     let entitlements = words.split(',').map(parse_entitlement).collect::<Result<_, _>>()?;
-    Ok((PathBuf::from(file), entitlements))
+    Ok((normal, entitlements))
 }
 
 fn parse_bits(value: &str) -> Result<usize, String> {

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{Keys, Scratch, elfsig, keys};
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
 fn system_binary(name: &str) -> PathBuf {
@@ -560,19 +561,17 @@ fn entitle_grants_what_it_names_to_the_files_it_names() {
     let keys = keys("a");
     let scratch = Scratch::new();
     let deb = build_package(&scratch, "entitled", "xz");
-    let program = "--entitle=/usr/bin/program=jit,debugger";
     deb_sign(&keys)
-        .args([program, "--entitle=/usr/lib/libls.so=none"])
+        .args(["--entitle=//usr//bin/program=jit,debugger", "--entitle=/usr/lib/libls.so=jit"])
         .arg(&deb)
         .assert()
         .success()
         .stderr(contains("/usr/bin/program: entitled to jit,debugger"))
-        .stderr(contains("/usr/lib/libls.so: entitled to nothing"));
+        .stderr(contains("/usr/lib/libls.so: entitled to jit"));
     let (files, _) = extract(&deb, &scratch.path("entitled-files"));
     assert_eq!(entitlements_of(&files.join("usr/bin/program")), serde_json::json!(["jit", "debugger"]));
-    // Its second name is the same file.
-    assert_eq!(entitlements_of(&files.join("usr/bin/program-again")), serde_json::json!(["jit", "debugger"]));
-    for other in ["usr/bin/owned-elsewhere", "usr/lib/libls.so", &format!("{LONG_DIR}/program")] {
+    assert_eq!(entitlements_of(&files.join("usr/lib/libls.so")), serde_json::json!(["jit"]));
+    for other in ["usr/bin/owned-elsewhere", &format!("{LONG_DIR}/program")] {
         assert_eq!(entitlements_of(&files.join(other)), serde_json::json!([]), "{other}");
     }
     deb_verify(&keys).arg(&deb).assert().success();
@@ -580,6 +579,12 @@ fn entitle_grants_what_it_names_to_the_files_it_names() {
     let signed = fs::read(&deb).unwrap();
     deb_sign(&keys).arg(&deb).assert().success().stdout(contains("(signed so already; unchanged)"));
     assert!(fs::read(&deb).unwrap() == signed, "a re-sign that says nothing changed the package");
+    // `none` takes a grant away.
+    deb_sign(&keys).arg("--entitle=/usr/lib/libls.so=none").arg(&deb).assert().success();
+    let (files, _) = extract(&deb, &scratch.path("taken-files"));
+    assert_eq!(entitlements_of(&files.join("usr/lib/libls.so")), serde_json::json!([]));
+    assert_eq!(entitlements_of(&files.join("usr/bin/program")), serde_json::json!(["jit", "debugger"]));
+    let signed = fs::read(&deb).unwrap();
     // A file the packages do not hold, or hold as no ELF file to sign: said, and the exit
     // fails, the packages signed all the same.
     // (Not held at all; a script; an ELF file left alone, a kernel module.)
@@ -596,6 +601,36 @@ fn entitle_grants_what_it_names_to_the_files_it_names() {
 }
 
 #[test]
+fn entitle_follows_hard_links_only_from_the_name_listed_first() {
+    let keys = keys("a");
+    let scratch = Scratch::new();
+    let deb = build_package(&scratch, "linked", "xz");
+    let before = fs::read(&deb).unwrap();
+    // The second name alone: the file was signed under its first name already.
+    deb_sign(&keys).arg("--entitle=/usr/bin/program-again=jit").arg(&deb).assert().code(1).stderr(contains(
+        "--entitle /usr/bin/program-again: another name of /usr/bin/program, which the package lists first: name that one",
+    ));
+    assert!(fs::read(&deb).unwrap() == before, "a failed package was written");
+    deb_sign(&keys)
+        .args(["--entitle=/usr/bin/program=jit", "--entitle=/usr/bin/program-again=debugger"])
+        .arg(&deb)
+        .assert()
+        .code(1)
+        .stderr(contains("--entitle grants /usr/bin/program and /usr/bin/program-again, one file, differently"))
+        .stderr(contains("no package given holds").not());
+    // Both names, the same grant: both said.
+    deb_sign(&keys)
+        .args(["--entitle=/usr/bin/program=jit", "--entitle=/usr/bin/program-again=jit"])
+        .arg(&deb)
+        .assert()
+        .success()
+        .stderr(contains("/usr/bin/program: entitled to jit"))
+        .stderr(contains("/usr/bin/program-again: entitled to jit"));
+    let (files, _) = extract(&deb, &scratch.path("linked-files"));
+    assert_eq!(entitlements_of(&files.join("usr/bin/program-again")), serde_json::json!(["jit"]));
+}
+
+#[test]
 fn entitle_refuses_what_it_cannot_mean() {
     let keys = keys("a");
     let scratch = Scratch::new();
@@ -603,12 +638,15 @@ fn entitle_refuses_what_it_cannot_mean() {
     let before = fs::read(&deb).unwrap();
     for (args, said) in [
         (&["--entitle=usr/bin/program=jit"][..], "is not an absolute path"),
+        (&["--entitle=/usr/bin/program/=jit"], "is not an absolute path"),
+        (&["--entitle=/=jit"], "is not an absolute path"),
+        (&["--entitle=/usr/lib/../bin/program=jit"], "name the file without .."),
         (&["--entitle=/usr/bin/program"], "must be FILE=ENTITLEMENTS"),
         (&["--entitle=/usr/bin/program=allow-jit"], "must be one of jit, debugger, or none"),
         (&["--entitle=/usr/bin/program=none,jit"], "--entitle none grants nothing"),
         (
             &["--entitle=/usr/bin/program=jit", "--entitle=//usr/bin/program=debugger"],
-            "--entitle names //usr/bin/program twice",
+            "--entitle names /usr/bin/program twice",
         ),
     ] {
         deb_sign(&keys).args(args).arg(&deb).assert().code(2).stderr(contains(said));

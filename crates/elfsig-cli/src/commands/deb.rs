@@ -43,6 +43,7 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
     }
     let paths: Vec<PathBuf> = packages.iter().map(|(path, _)| path.clone()).collect();
     let granted = std::sync::Mutex::new(BTreeSet::new());
+    let any_failed = std::sync::atomic::AtomicBool::new(false);
     let status = output::run_all(&paths, Verbosity::from_quiet(quiet), "signed", |index, path| {
         let output = match &args.output_dir {
             Some(dir) => dir.join(&packages[index].1),
@@ -59,14 +60,15 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
                 .entitled
                 .iter()
                 .map(|(file, entitlements)| {
-                    if let Ok(mut granted) = granted.lock() {
-                        granted.insert(file.clone());
-                    }
+                    granted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(file.clone());
                     let what = if entitlements.is_empty() { "nothing".to_owned() } else { entitlements.to_string() };
                     format!("/{}: entitled to {what}", String::from_utf8_lossy(file))
                 })
                 .collect(),
-            Err(_) => Vec::new(),
+            Err(_) => {
+                any_failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                Vec::new()
+            }
         };
         match resigned {
             Ok(resigned) if !resigned.changed && resigned.signed == 0 => Outcome::Done {
@@ -87,14 +89,15 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
             Err(e) => Outcome::Failed(e, None),
         }
     });
-    // A grant that found no file would leave the program it meant without it, unseen.
-    let granted = granted.into_inner().unwrap_or_default();
+    // A grant that found no file would leave the program it meant without it, unseen. (When a
+    // package failed, its files are not known: the failure is said already.)
+    let granted = granted.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     let missed: Vec<String> = grants.missing(&granted).collect();
-    if missed.is_empty() {
+    if missed.is_empty() || any_failed.into_inner() {
         return Ok(status);
     }
     for file in &missed {
-        eprintln!("elfsig: --entitle {file}: no package given holds it as an ELF file to sign");
+        eprintln!("elfsig: --entitle {file}: no package given holds it as an ELF file to sign (the rest are signed)");
     }
     Ok(ExitCode::FAILURE)
 }

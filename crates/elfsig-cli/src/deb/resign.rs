@@ -65,6 +65,28 @@ impl Grants {
         self.0.get(path).map_or(sign::Entitle::Keep, |&entitlements| sign::Entitle::Exactly(entitlements))
     }
 
+    /// Whether a grant of the hard link `link` (a second name of `target`, which the package
+    /// lists, and so signed, first) holds: `target` got the same; an error says which name to
+    /// give otherwise.
+    fn check_link(&self, link: &[u8], target: &[u8], resigned: &mut Resigned) -> Result<(), String> {
+        let Some(&wanted) = self.0.get(link) else {
+            return Ok(());
+        };
+        let show = |path: &[u8]| format!("/{}", String::from_utf8_lossy(path));
+        match resigned.entitled.iter().find(|(path, _)| path == target) {
+            Some(&(_, given)) if given == wanted => {
+                resigned.entitled.push((link.to_vec(), given));
+                Ok(())
+            }
+            Some(_) => Err(format!("--entitle grants {} and {}, one file, differently", show(target), show(link))),
+            None => Err(format!(
+                "--entitle {}: another name of {}, which the package lists first: name that one",
+                show(link),
+                show(target)
+            )),
+        }
+    }
+
     /// The files named that are not among `granted` (paths in the package), as installed
     /// (`/usr/bin/python3.13`).
     pub fn missing<'a>(&'a self, granted: &'a BTreeSet<Vec<u8>>) -> impl Iterator<Item = String> + 'a {
@@ -173,6 +195,9 @@ fn rewrite_data(
                 if let Some(why) = left_by_place.unsigned_name(&entry) {
                     return Err(Error::msg(format!("{}: {why}", files::name(package, &entry).display())));
                 }
+                grants
+                    .check_link(entry.relative_path(), entry.relative_link(), resigned)
+                    .map_err(|why| Error::msg(format!("{}: {why}", package.display())))?;
                 // Another name of a signed file: md5sums lists it too.
                 if let Some(sum) = changes.md5.get(entry.relative_link()).copied() {
                     changes.md5.insert(entry.relative_path().to_vec(), sum);
