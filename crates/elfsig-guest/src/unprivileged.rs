@@ -733,19 +733,28 @@ fn binfmt_misc() -> Outcome {
             })
         });
     }
-    // A file for each entry: its magic, then a line for the interpreter to ignore.
-    let files = [("signed", HELLO, ""), ("unsigned", HELLO_UNSIGNED, ""), ("unsigned-opened", HELLO_UNSIGNED, "F")];
-    for (name, _, _) in files {
-        user_file(&format!("{dir}/{name}"), format!("ELFSIG-{name}\n").as_bytes())?;
+    // A file for each entry: its magic (none a prefix of another's), then a line for the
+    // interpreter to ignore.
+    let files = [
+        ("signed", "ELFSIG-S", HELLO, ""),
+        ("unsigned", "ELFSIG-U", HELLO_UNSIGNED, ""),
+        ("unsigned-opened", "ELFSIG-F", HELLO_UNSIGNED, "F"),
+    ];
+    for (name, magic, _, _) in files {
+        user_file(&format!("{dir}/{name}"), format!("{magic}\n").as_bytes())?;
     }
     let daemon = audit()?;
     let before = stats()?;
     as_user_in_namespace(|| {
         system::mount_with("binfmt_misc", &entries, "binfmt_misc", 0, "").context("mount binfmt_misc")?;
-        for (name, interpreter, flags) in files {
-            let entry = format!(":elfsig-{name}:M::ELFSIG-{name}::{interpreter}:{flags}");
+        for (name, magic, interpreter, flags) in files {
+            let entry = format!(":elfsig-{name}:M::{magic}::{interpreter}:{flags}");
             std::fs::write(format!("{entries}/register"), &entry).context(&format!("register {entry}"))?;
         }
+        let opened = read(format!("{entries}/elfsig-unsigned-opened"))?;
+        ensure(String::from_utf8_lossy(&opened).lines().any(|l| l == "flags: F"), || {
+            format!("the F entry says {:?}", String::from_utf8_lossy(&opened))
+        })?;
         runs(&format!("{dir}/signed"), &[], Some(HELLO_OUTPUT))?;
         refused(&format!("{dir}/unsigned"))?;
         refused(&format!("{dir}/unsigned-opened"))
