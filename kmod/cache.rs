@@ -39,8 +39,8 @@ struct Slot {
     size: AtomicU64,
     version: AtomicU64,
     epoch: AtomicU64,
-    /// [`HAS_INTERPRETER`], [`LOADER`], [`EXECUTABLE_STACK`], and the entitlements' bits
-    /// from [`ENTITLEMENTS_SHIFT`] on.
+    /// [`HAS_INTERPRETER`], [`LOADER`], [`EXECUTABLE_STACK`], [`WRITABLE_EXECUTABLE`], and the
+    /// entitlements' bits from [`ENTITLEMENTS_SHIFT`] on.
     flags: AtomicU64,
     digest: [AtomicU64; 4],
 }
@@ -65,11 +65,14 @@ pub(crate) struct Runtime {
     pub(crate) entitlements: Entitlements,
     /// Whether exec gives it an executable stack (elfsig-core's `ExecInfo`).
     pub(crate) executable_stack: bool,
+    /// Whether a segment exec maps is writable and executable (elfsig-core's `ExecInfo`).
+    pub(crate) writable_executable: bool,
 }
 
 const HAS_INTERPRETER: u64 = 1;
 const LOADER: u64 = 2;
 const EXECUTABLE_STACK: u64 = 4;
+const WRITABLE_EXECUTABLE: u64 = 8;
 const ENTITLEMENTS_SHIFT: u32 = 32;
 
 impl Slot {
@@ -124,6 +127,7 @@ impl Slot {
                 entitlements: Entitlements::from_bits((flags >> ENTITLEMENTS_SHIFT) as u32)
                     .unwrap_or(Entitlements::NONE),
                 executable_stack: flags & EXECUTABLE_STACK != 0,
+                writable_executable: flags & WRITABLE_EXECUTABLE != 0,
             },
         })
     }
@@ -175,6 +179,11 @@ impl Slot {
         } | if entry.loader { LOADER } else { 0 }
             | if entry.runtime.executable_stack {
                 EXECUTABLE_STACK
+            } else {
+                0
+            }
+            | if entry.runtime.writable_executable {
+                WRITABLE_EXECUTABLE
             } else {
                 0
             }

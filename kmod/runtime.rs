@@ -75,12 +75,20 @@ fn on() -> bool {
     STATE.runtime_rules()
 }
 
-/// Why the exec of a program that does `runtime` is refused, if it is: one that would have an
-/// executable stack, unless it is entitled to `jit` (binfmt_elf would make the stack
-/// executable, and for a 32-bit program without `PT_GNU_STACK` all its readable memory, before
-/// any hook can refuse it). The caller reports it.
+/// Why the exec of a program that does `runtime` is refused, if it is, unless it is entitled to
+/// `jit`: one that would have an executable stack (binfmt_elf would make the stack executable,
+/// and for a 32-bit program without `PT_GNU_STACK` all its readable memory, before any hook can
+/// refuse it), or a segment writable and executable (the guard would refuse binfmt_elf's
+/// mapping of it past the point of no return, and the process would die instead of its exec
+/// failing). The caller reports it.
 pub(crate) fn check_exec(runtime: Runtime) -> Result<(), Failure> {
-    if on() && runtime.executable_stack && !runtime.entitlements.has(Entitlement::Jit) {
+    if !on() || runtime.entitlements.has(Entitlement::Jit) {
+        return Ok(());
+    }
+    if runtime.writable_executable {
+        return Err(Failure::runtime(KernelDetail::WritableExecutable));
+    }
+    if runtime.executable_stack {
         return Err(Failure::runtime(KernelDetail::ExecutableStack));
     }
     Ok(())

@@ -231,6 +231,7 @@ fn runtime_of(verified: &Verified<'_>) -> Runtime {
     Runtime {
         entitlements: verified.entitlements,
         executable_stack: verified.exec.executable_stack,
+        writable_executable: verified.exec.writable_executable,
     }
 }
 

@@ -170,6 +170,8 @@ pub(crate) struct Exec<'n> {
     pub(crate) loader: bool,
     /// Whether exec gives it an executable stack (see [`ExecInfo`]).
     pub(crate) executable_stack: bool,
+    /// Whether a segment exec maps is writable and executable (see [`ExecInfo`]).
+    pub(crate) writable_executable: bool,
 }
 
 /// Reads what exec makes of `file`; the interpreter's name goes into `name` (NUL-terminated).
@@ -188,6 +190,7 @@ fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec
             interpreter: None,
             loader: info.loader,
             executable_stack: info.executable_stack,
+            writable_executable: info.writable_executable,
         });
     };
     let malformed = || Failure::new(Reason::MalformedElf);
@@ -210,5 +213,6 @@ fn read_exec<'n>(reader: &mut Reader<'_>, name: &'n mut KVec<u8>) -> Result<Exec
         interpreter: Some(interpreter),
         loader: info.loader,
         executable_stack: info.executable_stack,
+        writable_executable: info.writable_executable,
     })
 }

@@ -11,8 +11,8 @@ mod section;
 mod segment;
 
 pub use exec::{
-    ExecInfo, DT_NULL, DT_SONAME, ET_DYN, MAX_DYNAMIC_ENTRIES, MAX_INTERP_LEN, PF_X, PT_DYNAMIC, PT_GNU_STACK,
-    PT_INTERP,
+    ExecInfo, DT_NULL, DT_SONAME, ET_DYN, MAX_DYNAMIC_ENTRIES, MAX_INTERP_LEN, PF_W, PF_X, PT_DYNAMIC, PT_GNU_STACK,
+    PT_INTERP, PT_LOAD,
 };
 pub use file::ElfFile;
 pub use header::{Class, FileHeader, SectionFields};

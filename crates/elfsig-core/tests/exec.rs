@@ -18,7 +18,10 @@ fn interpreter(bytes: &[u8]) -> Option<&[u8]> {
 fn the_system_loader_is_a_loader_and_its_programs_are_not() {
     let loader_path = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").unwrap();
     let loader = std::fs::read(loader_path).unwrap();
-    assert_eq!(info(&loader), ExecInfo { interpreter: None, loader: true, executable_stack: false });
+    assert_eq!(
+        info(&loader),
+        ExecInfo { interpreter: None, loader: true, executable_stack: false, writable_executable: false }
+    );
 
     let ls = std::fs::read(fixtures::system_binary("ls").unwrap()).unwrap();
     assert_eq!(interpreter(&ls), Some(&b"/lib64/ld-linux-x86-64.so.2\0"[..]));
@@ -37,7 +40,11 @@ fn libraries_that_name_an_interpreter_are_not_loaders() {
 fn static_and_static_pie_programs_are_not_loaders() {
     for built in [Built::CStatic, Built::CStaticPie, Built::Go, Built::NoSectionHeaders] {
         let bytes = std::fs::read(fixtures::build(built).unwrap()).unwrap();
-        assert_eq!(info(&bytes), ExecInfo { interpreter: None, loader: false, executable_stack: false }, "{built:?}");
+        assert_eq!(
+            info(&bytes),
+            ExecInfo { interpreter: None, loader: false, executable_stack: false, writable_executable: false },
+            "{built:?}"
+        );
     }
     for built in [Built::CDynamic, Built::CPie, Built::Rust, Built::C32] {
         let bytes = std::fs::read(fixtures::build(built).unwrap()).unwrap();

@@ -57,6 +57,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("a_writer_racing_the_mapping_check_never_gets_its_code_mapped", racing_writer);
     suite.case("code_made_at_run_time_runs_only_with_the_jit_entitlement", code_made_at_run_time);
     suite.case("an_executable_stack_needs_the_jit_entitlement", executable_stack);
+    suite.case("a_writable_and_executable_segment_needs_the_jit_entitlement", writable_executable_segment);
     suite.case("permissive_mode_lists_programs_that_would_need_jit", permissive_jit);
     suite.case("runtime_off_lets_programs_make_memory_executable", runtime_off);
     suite.case("process_memory_is_reached_only_with_the_debugger_entitlement", injection);
@@ -148,9 +149,15 @@ fn code_made_at_run_time() -> Outcome {
     audited_process(&daemon, "elfsig_memory", "needs_jit", "plain")
 }
 
-/// A copy of `bytes`, an ELF64 little-endian program, whose `PT_GNU_STACK` asks for an
-/// executable stack.
-fn with_executable_stack(bytes: &[u8]) -> Result<Vec<u8>, String> {
+/// `PT_GNU_STACK`, `PT_LOAD`, and `PF_X`, `PF_W`.
+const PT_GNU_STACK: u64 = 0x6474_e551;
+const PT_LOAD: u64 = 1;
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+
+/// A copy of `bytes`, an ELF64 little-endian program, whose first program header of type
+/// `p_type` with all of `having` among its flags gets `added` too.
+fn with_flags(bytes: &[u8], p_type: u64, having: u32, added: u32) -> Result<Vec<u8>, String> {
     let mut out = bytes.to_vec();
     let field = |at: usize, len: usize| -> Result<u64, String> {
         let mut word = [0u8; 8];
@@ -160,19 +167,23 @@ fn with_executable_stack(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let (phoff, entry, count) = (field(32, 8)? as usize, field(54, 2)? as usize, field(56, 2)? as usize);
     for index in 0..count {
         let at = phoff + index * entry;
-        if field(at, 4)? == 0x6474_e551 {
-            let flags = field(at + 4, 4)? as u32 | 1;
-            out.get_mut(at + 4..at + 8).ok_or("a truncated program header")?.copy_from_slice(&flags.to_le_bytes());
+        let flags = field(at + 4, 4)? as u32;
+        if field(at, 4)? == p_type && flags & having == having {
+            out.get_mut(at + 4..at + 8)
+                .ok_or("a truncated program header")?
+                .copy_from_slice(&(flags | added).to_le_bytes());
             return Ok(out);
         }
     }
-    Err("no PT_GNU_STACK".into())
+    Err(format!("no program header of type {p_type:#x} with flags {having:#x}"))
 }
 
-fn executable_stack() -> Outcome {
-    let dir = user_dir("execstack")?;
+/// The probe changed to ask exec for memory writable and executable (`changed` makes the copy),
+/// signed as it is and with `jit`: the one is refused at its exec, cleanly, the other runs.
+fn exec_needs_jit(case: &str, changed: impl FnOnce(&[u8]) -> Result<Vec<u8>, String>) -> Outcome {
+    let dir = user_dir(case)?;
     let (plain, jit) = (format!("{dir}/plain"), format!("{dir}/jit"));
-    write_exec(&plain, &with_executable_stack(&read(GUARD_PROBE)?)?)?;
+    write_exec(&plain, &changed(&read(GUARD_PROBE)?)?)?;
     // Changed, the copy must be signed again: as it is, then with jit.
     let out = run(ELFSIG, &["-q", "sign", "--key", KEY, "--cert", CERT, &plain]).context("run elfsig sign")?;
     ensure(out.status.success(), || format!("elfsig sign: {}", shown(&out.stderr)))?;
@@ -185,6 +196,16 @@ fn executable_stack() -> Outcome {
     })?;
     let after = stats()?;
     counters_grew(&before, &after, &[("needs_jit", 1), ("denied", 1)])
+}
+
+fn executable_stack() -> Outcome {
+    exec_needs_jit("execstack", |probe| with_flags(probe, PT_GNU_STACK, 0, PF_X))
+}
+
+/// binfmt_elf would map the segment writable and executable past the point of no return, where
+/// the guard's refusal kills the process: the exec is refused before, with its reason.
+fn writable_executable_segment() -> Outcome {
+    exec_needs_jit("wx-segment", |probe| with_flags(probe, PT_LOAD, PF_X, PF_W))
 }
 
 fn permissive_jit() -> Outcome {

@@ -1,5 +1,6 @@
 //! What exec makes of an ELF file: the interpreter binfmt_elf will load after it (`PT_INTERP`),
-//! whether the file is itself a dynamic loader, and whether its stack is executable.
+//! whether the file is itself a dynamic loader, and whether exec gives it memory writable and
+//! executable: a stack, or a segment.
 //!
 //! A dynamic loader (`ld.so`) is a shared object with no interpreter of its own. Run directly
 //! (`ld.so ./program`), it maps and runs any file it is given, past every exec check; a policy
@@ -11,6 +12,8 @@ use super::super::endian::Fields;
 use super::super::{ByteRange, Class, ElfError, Error, ReadAt};
 use super::{FileHeader, ProgramTable, SectionTable, PN_XNUM};
 
+/// `PT_LOAD`: a segment exec maps.
+pub const PT_LOAD: u32 = 1;
 /// `PT_DYNAMIC`: the dynamic section.
 pub const PT_DYNAMIC: u32 = 2;
 /// `PT_INTERP`: the ELF interpreter's path.
@@ -19,6 +22,8 @@ pub const PT_INTERP: u32 = 3;
 pub const PT_GNU_STACK: u32 = 0x6474_e551;
 /// `PF_X`: a segment's executable flag.
 pub const PF_X: u32 = 1;
+/// `PF_W`: a segment's writable flag.
+pub const PF_W: u32 = 2;
 /// `e_type` of shared objects (and of PIE programs).
 pub const ET_DYN: u16 = 3;
 /// `DT_NULL`: ends the dynamic section.
@@ -41,6 +46,8 @@ pub struct ExecInfo {
     /// `PT_GNU_STACK` has `PF_X`, or a 32-bit file has none, and then the kernel makes all the
     /// readable memory it maps executable too (`READ_IMPLIES_EXEC`).
     pub executable_stack: bool,
+    /// Whether a `PT_LOAD` segment is both writable and executable: binfmt_elf maps it so.
+    pub writable_executable: bool,
 }
 
 impl ExecInfo {
@@ -54,6 +61,7 @@ impl ExecInfo {
         let mut interpreter = None;
         let mut dynamic = None;
         let mut stack = None;
+        let mut writable_executable = false;
         for index in 0..table.count {
             let segment = table.entry(file, index)?;
             match segment.p_type {
@@ -67,6 +75,7 @@ impl ExecInfo {
                 PT_DYNAMIC if dynamic.is_none() => dynamic = Some(segment.file_range()),
                 // The last one decides, as binfmt_elf reads them.
                 PT_GNU_STACK => stack = Some(segment.p_flags & PF_X != 0),
+                PT_LOAD if segment.p_flags & (PF_W | PF_X) == PF_W | PF_X => writable_executable = true,
                 _ => {}
             }
         }
@@ -75,7 +84,7 @@ impl ExecInfo {
             _ => false,
         };
         let executable_stack = stack.unwrap_or(header.class == Class::Elf32);
-        Ok(ExecInfo { interpreter, loader, executable_stack })
+        Ok(ExecInfo { interpreter, loader, executable_stack, writable_executable })
     }
 }
 
@@ -161,7 +170,10 @@ mod tests {
     fn a_shared_object_with_a_soname_and_no_interpreter_is_a_loader() {
         let body = dynamic(&[1, DT_SONAME, DT_NULL]);
         let loader = elf(ET_DYN, &[(1, 0, 64), (PT_DYNAMIC, BODY_AT, 48)], &body);
-        assert_eq!(info(&loader), Ok(ExecInfo { interpreter: None, loader: true, executable_stack: false }));
+        assert_eq!(
+            info(&loader),
+            Ok(ExecInfo { interpreter: None, loader: true, executable_stack: false, writable_executable: false })
+        );
     }
 
     #[test]
@@ -187,7 +199,8 @@ mod tests {
             Ok(ExecInfo {
                 interpreter: Some(ByteRange { offset: interp_at, len: 11 }),
                 loader: false,
-                executable_stack: false
+                executable_stack: false,
+                writable_executable: false
             })
         );
     }
@@ -249,5 +262,24 @@ mod tests {
         elf32[40..42].copy_from_slice(&52u16.to_le_bytes());
         elf32[42..44].copy_from_slice(&32u16.to_le_bytes());
         assert_eq!(info(&elf32).map(|i| i.executable_stack), Ok(true));
+    }
+
+    #[test]
+    fn a_segment_both_writable_and_executable_is_seen() {
+        // PT_LOAD segments with the flags given, each set by hand (elf_with writes none).
+        let segments = |flags: &[u32]| {
+            let phdrs: Vec<(u32, u64, u64)> = flags.iter().map(|_| (PT_LOAD, 0, 0)).collect();
+            let mut bytes = elf_with(2, &phdrs, 6, b"");
+            for (i, f) in flags.iter().enumerate() {
+                bytes[64 + 56 * i + 4..64 + 56 * i + 8].copy_from_slice(&f.to_le_bytes());
+            }
+            info(&bytes).map(|i| i.writable_executable)
+        };
+        // Read-only, read and execute, read and write: as every toolchain lays a program out.
+        assert_eq!(segments(&[4, 5, 6]), Ok(false));
+        assert_eq!(segments(&[4, 7, 6]), Ok(true));
+        assert_eq!(segments(&[PF_W | PF_X]), Ok(true));
+        // Only PT_LOAD counts: a writable and executable PT_GNU_STACK is the stack's question.
+        assert_eq!(info(&elf_with(2, &[(PT_GNU_STACK, 0, 0)], 7, b"")).map(|i| i.writable_executable), Ok(false));
     }
 }
