@@ -36,6 +36,7 @@ pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("bash"),
     Need::Deb("coreutils"),
     Need::Deb("python3"),
+    Need::Deb("strace"),
     Need::Deb("openssl"),
     Need::Deb("binutils"),
     Need::Deb("elfutils"),

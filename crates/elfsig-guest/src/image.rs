@@ -81,6 +81,8 @@ pub const BASH: &str = "/bin/bash";
 /// Python 3, signed, with its `_ctypes` C extension (signed) and the standard library's sources
 /// that `python3 -S -c 'import ctypes'` needs.
 pub const PYTHON: &str = "/usr/bin/python3";
+/// Debian's strace, signed plainly: without the `debugger` entitlement it cannot trace.
+pub const STRACE: &str = "/usr/bin/strace";
 /// The programs signed with the `jit` entitlement: Debian's Python puts the callbacks of
 /// `ctypes` (which its import makes one of) in writable and executable anonymous memory.
 pub const ENTITLED_JIT: [&str; 1] = [PYTHON];

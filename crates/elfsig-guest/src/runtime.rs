@@ -25,7 +25,7 @@ use elfsig_guest::harness::{
     Context, Outcome, Stats, Suite, copy_exec, counters_grew, diagnostic, ensure, grew, kernel_log, read, refused, run,
     runs, stats, wait_for_log_budget, write_control, write_exec,
 };
-use elfsig_guest::image::{CERT, ELFSIG, GUARD_PROBE, KEY, LIB_SIGNED, LIB_UNSIGNED};
+use elfsig_guest::image::{CERT, ELFSIG, GUARD_PROBE, HELLO, HELLO_OUTPUT, KEY, LIB_SIGNED, LIB_UNSIGNED, STRACE};
 use elfsig_guest::system;
 
 use crate::mapping_checks::library;
@@ -61,6 +61,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("permissive_mode_lists_programs_that_would_need_jit", permissive_jit);
     suite.case("runtime_off_lets_programs_make_memory_executable", runtime_off);
     suite.case("process_memory_is_reached_only_with_the_debugger_entitlement", injection);
+    suite.case("strace_traces_only_when_signed_with_the_debugger_entitlement", strace);
 }
 
 /// The ways `guard-probe inject` reaches a process's memory (a child's, or its own through
@@ -246,6 +247,25 @@ fn runtime_off() -> Outcome {
     write_control("runtime", "enforce").context("set runtime enforce")?;
     ran?;
     as_user(|| ensure(!code_ran(&plain, "anon-w-then-x")?, || "runtime enforce allowed it".into()))
+}
+
+/// A real debugger: Debian's strace, signed as its package would be, cannot trace a program (it
+/// says why and fails, and the program does not run under it); a copy signed with `debugger`
+/// traces it, and the program runs.
+fn strace() -> Outcome {
+    let dir = user_dir("strace")?;
+    let entitled_strace = format!("{dir}/strace");
+    entitled(STRACE, &entitled_strace, "debugger")?;
+    let before = stats()?;
+    as_user(|| {
+        let out = run(STRACE, &["-o", "/dev/null", HELLO]).context("run strace")?;
+        ensure(!out.status.success() && out.stdout.is_empty(), || {
+            format!("strace without the entitlement: {}, said {:?}", out.status, shown(&out.stderr))
+        })?;
+        runs(&entitled_strace, &["-o", "/dev/null", HELLO], Some(HELLO_OUTPUT))
+    })?;
+    let after = stats()?;
+    ensure(grew(&before, &after, "needs_debugger") >= 1, || "needs_debugger did not grow".into())
 }
 
 /// The unsigned library, changed to say [`PAYLOAD_LOADED`] when loaded.

@@ -1,6 +1,6 @@
 //! Real software in the test VM, for the mapping guard to run under: bash, python3 with its C
-//! extension `_ctypes` (and the standard library it needs to start and `import ctypes`), and the
-//! Go and Rust fixture programs. Every ELF file is staged to be signed; the Python sources are
+//! extension `_ctypes` (and the standard library it needs to start and `import ctypes`), strace
+//! (a debugger), and the Go and Rust fixture programs. Every ELF file is staged to be signed; the Python sources are
 //! data.
 
 use std::fs;
@@ -42,6 +42,7 @@ pub fn add<'k>(staged: &mut Vec<Staged<'k>>, cpio: &mut Cpio, libraries: &mut Ve
     let mut program = |guest_path: &str, host: &Path| stage_program(staged, libraries, guest_path.into(), host, key);
     program(image::BASH, &system("bash")?)?;
     program(image::PYTHON, &python()?)?;
+    program(image::STRACE, &system("strace")?)?;
     let extension = python_extension("_ctypes");
     program(&extension.display().to_string(), &extension)?;
     for (built, name) in [(Built::Go, "go"), (Built::Rust, "rust")] {
