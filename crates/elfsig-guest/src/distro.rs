@@ -144,6 +144,19 @@ fn refusals(suite: &mut Suite<'_>) {
             },
         )
     });
+    // PCRE2's JIT asks for executable anonymous memory; grep, not entitled to jit, is refused
+    // it and matches with PCRE2's interpreter instead: what falls back falls back.
+    suite.case("grep -P matches under W^X: PCRE2 falls back when its JIT is refused", || {
+        let before = harness::stats()?;
+        shell_runs("printf 'a1\\nb\\nc22\\n' | grep -P '\\d+' | tr '\\n' ' '", "a1 c22")?;
+        let after = harness::stats()?;
+        harness::diagnostic(format_args!(
+            "grep -P: needs_jit grew by {}, memory_denied by {}",
+            harness::grew(&before, &after, "needs_jit"),
+            harness::grew(&before, &after, "memory_denied")
+        ));
+        Ok(())
+    });
     suite.case("the system keeps running after the refusals", || {
         let (state, failed) = system_state()?;
         ensure(state == "running", || format!("systemd says {state:?}; failed units: {failed}"))
