@@ -21,7 +21,9 @@ use super::load::{Shared, Slot};
 /// judged): a tick that comes late does what it missed at once, and the phase lasts until the
 /// key and the revocation events have all happened, and (up to twice its length) until an exec
 /// of the revoked file and one of the new key's were judged each way: when the reloads took
-/// long, what follows the revocation is short, and the check must have run. For the same
+/// long, what follows the revocation is short, and the check must have run; twice its length
+/// counts without the time the reloads took (12 guard programs attached again under the debug
+/// kernel's KASAN take a good part of the phase). For the same
 /// reason the key is removed, and the digest revoked, only once an exec was judged while they
 /// were good (or, failing that, at twice the phase): a reload that took the whole window
 /// between the key's addition and its removal left no exec to judge "must run" (seen once in
@@ -43,13 +45,17 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
             .into_iter()
             .all(|slot| shared.tally.judged(slot).iter().all(|n| *n > 0))
     };
+    // The time spent reloading the module, when nothing is judged: "late" counts without it,
+    // since on the debug kernel attaching the guard again can take a good part of the phase.
+    let reloading = std::cell::Cell::new(Duration::ZERO);
+    let late = || start.elapsed() >= phase * 2 + reloading.get();
     // Whether `slot` was judged "must run", or it is too late to wait for it.
-    let ran_or_late = |slot: Slot| shared.tally.judged(slot)[1] > 0 || start.elapsed() >= phase * 2;
+    let ran_or_late = |slot: Slot| shared.tally.judged(slot)[1] > 0 || late();
     while start.elapsed() < phase
         || shared.key_removed.done.get().is_none()
         || shared.revocation.done.get().is_none()
         || shared.policy_revocation.done.get().is_none()
-        || (!keyed_judged() && start.elapsed() < phase * 2)
+        || (!keyed_judged() && !late())
     {
         round += 1;
         if let Some(wait) = (tick * round).checked_sub(start.elapsed()) {
@@ -104,14 +110,17 @@ pub(crate) fn disturb(shared: &Shared, phase: Duration) -> Outcome {
         } else {
             // The module holds its mapping guard, which must be released first and attached
             // again after.
-            write_control("guard", "release").context("release the guard").and_then(|()| {
+            let began = Instant::now();
+            let reloaded = write_control("guard", "release").context("release the guard").and_then(|()| {
                 unload_when_idle("elfsig")?;
                 std::thread::sleep(Duration::from_millis(100));
                 system::load_module(Path::new(image::MODULE), "").context("reload")?;
                 // What the boot hooks do: the policy, right after the module.
                 policies.reload()?;
                 crate::guard_control::attach()
-            })
+            });
+            reloading.set(reloading.get() + began.elapsed());
+            reloaded
         };
         shared.unenforced.fetch_add(1, Ordering::SeqCst);
         result?;
