@@ -19,6 +19,11 @@ pub enum Need {
     RustSrc,
     /// The nightly toolchain's LLVM tools (`llvm-cov`, `llvm-profdata`), for fuzz coverage.
     NightlyLlvmTools,
+    /// `qemu-system-x86_64` whose TCG emulates the x86 SHA extensions ([`QEMU_SHA`] on): the
+    /// guests' kernels then hash with `sha256_ni`, as the servers they model do, and the
+    /// instruction clock counts hashing as those run it. Debian 12's QEMU is 7.2; its
+    /// backports carry 10.0, which a Debian 12 root gets from `bookworm-backports`.
+    Qemu,
     /// A binary installed with `cargo install --locked`.
     CargoTool {
         /// Crate name.
@@ -83,6 +88,7 @@ pub fn ensure(needs: &[Need]) -> Result {
     for need in missing {
         match need {
             Need::Deb(_) => {}
+            Need::Qemu => install_qemu()?,
             Need::Toolchain(toolchain) => {
                 Cmd::new("rustup").args(["toolchain", "install", "--profile", "minimal", toolchain]).run()?
             }
@@ -109,6 +115,7 @@ fn present(need: Need) -> bool {
             .read()
             .is_ok_and(|sysroot| PathBuf::from(sysroot.trim()).join("lib/rustlib/src/rust/library/core").is_dir()),
         Need::NightlyLlvmTools => nightly_llvm_tool("llvm-cov").is_some_and(|p| p.is_file()),
+        Need::Qemu => qemu_version().is_some_and(|version| version >= QEMU_SHA),
         Need::CargoTool { binary, .. } => cargo_bin(binary).is_some(),
     }
 }
@@ -150,6 +157,82 @@ pub fn cargo_bin(binary: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(binary)).find(|p| p.is_file())
 }
 
+/// The first QEMU whose TCG emulates the SHA extensions (commit e582b629f0b5, "target/i386:
+/// implement SHA instructions").
+pub const QEMU_SHA: (u32, u32) = (8, 2);
+
+/// `qemu-system-x86_64`'s version on `PATH`, `(major, minor)`.
+pub fn qemu_version() -> Option<(u32, u32)> {
+    let said = Cmd::new("qemu-system-x86_64").arg("--version").read().ok()?;
+    parse_qemu_version(&said)
+}
+
+/// The version in `qemu-system-x86_64 --version`'s first line, "QEMU emulator version 10.0.2 (...)".
+fn parse_qemu_version(said: &str) -> Option<(u32, u32)> {
+    let version = said.lines().next()?.strip_prefix("QEMU emulator version ")?.split_whitespace().next()?;
+    let mut parts = version.split('.').map(str::parse::<u32>);
+    Some((parts.next()?.ok()?, parts.next()?.ok()?))
+}
+
+/// Installs a QEMU of [`QEMU_SHA`] or later: from the distribution, and on Debian 12 from its
+/// backports (a sources file of ours adds them when none is configured).
+fn install_qemu() -> Result {
+    if !is_root() {
+        return Err(format!(
+            "the VMs need QEMU {}.{} or later; on Debian 12, add bookworm-backports to APT's sources and run:\n    \
+             sudo apt-get install -t bookworm-backports qemu-system-x86 qemu-utils",
+            QEMU_SHA.0, QEMU_SHA.1
+        ));
+    }
+    let codename = std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(|c| c.trim_matches('"').to_owned()));
+    let mut release: &[&str] = &[];
+    if codename.as_deref() == Some("bookworm") {
+        if !backports_configured() {
+            std::fs::write(BACKPORTS_SOURCES, BACKPORTS)
+                .map_err(|e| format!("cannot write {BACKPORTS_SOURCES}: {e}"))?;
+        }
+        release = &["-t", "bookworm-backports"];
+    }
+    Cmd::new("apt-get").arg("update").run()?;
+    Cmd::new("apt-get")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(release)
+        .args(["qemu-system-x86", "qemu-utils"])
+        .run()?;
+    match qemu_version() {
+        Some(version) if version >= QEMU_SHA => Ok(()),
+        found => Err(format!(
+            "the VMs need QEMU {}.{} or later (its TCG emulates the SHA extensions the benchmarks count), and \
+             qemu-system-x86_64 on PATH is {}: install a newer one (on Debian 12, from bookworm-backports)",
+            QEMU_SHA.0,
+            QEMU_SHA.1,
+            found.map_or("missing".to_owned(), |(major, minor)| format!("{major}.{minor}"))
+        )),
+    }
+}
+
+/// Where [`install_qemu`] adds Debian 12's backports, and what it writes there.
+const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/elfsig-bookworm-backports.sources";
+const BACKPORTS: &str = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\n\
+                         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+
+/// Whether an APT source already names bookworm-backports.
+fn backports_configured() -> bool {
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        files.extend(dir.flatten().map(|e| e.path()));
+    }
+    files.iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().any(|l| !l.trim_start().starts_with('#') && l.contains("bookworm-backports"))
+        })
+    })
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
@@ -185,6 +268,15 @@ pub fn ensure_space(dir: &std::path::Path, gib: u64, what: &str) -> Result {
 #[cfg(test)]
 mod tests {
     use super::ensure_space;
+
+    #[test]
+    fn qemu_versions_are_read_from_the_first_line() {
+        let said = "QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)\nCopyright (c) 2003-2025";
+        assert_eq!(super::parse_qemu_version(said), Some((10, 0)));
+        assert_eq!(super::parse_qemu_version("QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"), Some((7, 2)));
+        assert!(super::parse_qemu_version("qemu 10").is_none());
+        assert!((7, 2) < super::QEMU_SHA && (10, 0) >= super::QEMU_SHA && (8, 2) >= super::QEMU_SHA);
+    }
 
     #[test]
     fn space_check_passes_when_there_is_room_and_names_the_shortfall_when_not() {

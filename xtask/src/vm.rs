@@ -19,7 +19,7 @@ use std::path::Path;
 /// certificate that the guest adds at run time; strip makes the guest's copy of the CLI small).
 /// mkfs.btrfs makes the image the subvolume case mounts.
 pub const VM_PACKAGES: &[Need] = &[
-    Need::Deb("qemu-system-x86"),
+    Need::Qemu,
     Need::Deb("qemu-utils"),
     Need::Deb("busybox-static"),
     Need::Deb("openssl"),
