@@ -130,7 +130,9 @@ pub fn test() -> Result {
     // and grub, which start the kernel and initramfs in the image's /boot. That boot also
     // upgrades the system from its signed archive, on a disk of its own that keeps what it
     // wrote (a qcow2 overlay of the image), for the boot after: the same chain then starts the
-    // initramfs the upgrade rebuilt.
+    // initramfs the upgrade rebuilt. Meanwhile dracut's boot checks what building on the host
+    // meets (a module build's helpers, an initramfs rebuild under loader deny): the upgrade is
+    // the longest part of the run, and those need none of it.
     let firmware = signed.firmware.as_ref().ok_or("no firmware for Secure Boot")?;
     let dir = paths::target().join("distro");
     let kept = dir.join("distro-upgrade.qcow2");

@@ -92,6 +92,31 @@ pub fn sh(script: &str) -> std::io::Result<Output> {
     Command::new("/bin/sh").args(["-c", script]).output()
 }
 
+/// Runs `script` with sh; its output (both streams), and whether it exited 0.
+pub fn run(script: &str) -> Result<(bool, String), String> {
+    let out = sh(&format!("{script} 2>&1")).context(script)?;
+    Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// The last lines of `output`, for a failure's message.
+pub fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join(" | ")
+}
+
+/// Runs `script`, which must succeed.
+pub fn succeeds(script: &str) -> Outcome {
+    let (ok, output) = run(script)?;
+    ensure(ok, || format!("`{script}` failed: {}", tail(&output)))
+}
+
+/// The initramfs the running kernel boots from.
+pub fn initramfs() -> Result<String, String> {
+    let (ok, release) = run("uname -r")?;
+    ensure(ok, || "uname -r failed".into())?;
+    Ok(format!("/boot/initrd.img-{}", release.trim()))
+}
+
 /// Runs `script` with sh; it must exit 0, and its stdout must contain `expected`.
 pub fn shell_runs(script: &str, expected: &str) -> Outcome {
     let out = sh(script).context(script)?;

@@ -16,7 +16,7 @@ use elfsig_guest::image::{
 };
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
-use crate::{secure_boot, upgrade};
+use crate::{builds, secure_boot, upgrade};
 
 /// Where the checks put their files: on the root file system, as a user's would be.
 const WORK: &str = "/root/elfsig-check";
@@ -219,8 +219,12 @@ fn enforce() {
         print_stats(&harness::stats()?);
         ensure(out.status.success(), || format!("elfsig status exited with {}", out.status))
     });
+    // The boot that upgrades, and the one that builds (which locks the loader policy to deny),
+    // side by side.
     if elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref() == Some("upgrade") {
         upgrade::upgrade(&mut suite);
+    } else {
+        builds::builds(&mut suite);
     }
     suite.run("elfsig: the signed Debian system under enforce");
 }

@@ -3,6 +3,7 @@
 
 mod admin;
 mod audit;
+mod builds;
 mod cases;
 mod distro;
 mod fuse;

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use elfsig_control::Mode;
-use elfsig_guest::debian::{apt, booted, module_state, sh, upgrade_steps};
+use elfsig_guest::debian::{apt, booted, initramfs, module_state, run, succeeds, tail, upgrade_steps};
 use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
     ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, DISTRO_POLICY,
@@ -21,35 +21,10 @@ const UNMODIFIED_PROGRAM: &str = "/usr/bin/hello";
 /// What the upgrade leaves for the next boot to compare with: the initramfs's digest before.
 const BEFORE: &str = "/var/lib/elfsig-check/initramfs-before-upgrade";
 
-/// Runs `script` with sh; its output (both streams), and whether it exited 0.
-fn run(script: &str) -> Result<(bool, String), String> {
-    let out = sh(&format!("{script} 2>&1")).context(script)?;
-    Ok((out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned()))
-}
-
-/// The last lines of `output`, for a failure's message.
-fn tail(output: &str) -> String {
-    let lines: Vec<&str> = output.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join(" | ")
-}
-
-/// Runs `script`, which must succeed.
-fn succeeds(script: &str) -> Outcome {
-    let (ok, output) = run(script)?;
-    ensure(ok, || format!("`{script}` failed: {}", tail(&output)))
-}
-
 /// Whether dpkg has `package` installed.
 fn installed(package: &str) -> Result<bool, String> {
     let (_, status) = run(&format!("dpkg-query -W -f='${{Status}}' {package}"))?;
     Ok(status.trim() == "install ok installed")
-}
-
-/// The initramfs the running kernel boots from.
-fn initramfs() -> Result<String, String> {
-    let (ok, release) = run("uname -r")?;
-    ensure(ok, || "uname -r failed".into())?;
-    Ok(format!("/boot/initrd.img-{}", release.trim()))
 }
 
 /// Refusals the module counted and logged so far: execs, mappings, and its log lines.
@@ -144,69 +119,12 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
             succeeds(&format!("cmp {inside} {DISTRO_POLICY}"))
         },
     );
-    suite.case(
-        "what a module build runs is refused: a program gcc just compiled, a proc-macro library rustc just built",
-        build_helpers_refused,
-    );
-    // Last: the loader policy cannot go back to allow while the module is locked.
-    suite.case(
-        "under loader deny ldd cannot run: an initramfs rebuild fails, saying so, and keeps the one there is",
-        || {
-            let initramfs = initramfs()?;
-            let (_, before) = run(&format!("sha256sum {initramfs}"))?;
-            succeeds("elfsig loader deny")?;
-            let (ok, output) = run("update-initramfs -u")?;
-            ensure(!ok && output.contains("ldd cannot list libraries"), || {
-                format!("update-initramfs under loader deny (exit ok: {ok}): {}", tail(&output))
-            })?;
-            let (_, after) = run(&format!("sha256sum {initramfs}"))?;
-            ensure(after == before, || format!("{initramfs} changed"))
-        },
-    );
 }
 
 /// The module's policy has serial `serial`.
 fn policy_serial_is(serial: u64) -> Outcome {
     let loaded = std::fs::read_to_string("/sys/kernel/security/elfsig/policy").context("read policy")?;
     ensure(loaded.lines().any(|l| l == format!("serial {serial}")), || format!("the module's policy: {loaded:?}"))
-}
-
-/// Where [`build_helpers_refused`] builds.
-const BUILD: &str = "/var/tmp/elfsig-module-build";
-
-/// What DKMS's build of a module for a new kernel runs besides signed programs, refused: a
-/// helper Kbuild compiles and runs (fixdep, kconfig's conf), and a proc-macro library rustc
-/// compiles and then loads (the kernel's `macros`). Why README says to build the module in the
-/// pipeline instead.
-fn build_helpers_refused() -> Outcome {
-    let before = harness::stats()?;
-    succeeds(&format!(
-        "rm -rf {BUILD} && mkdir -p {BUILD} && cd {BUILD} && printf 'int main(void) {{ return 0; }}\\n' >helper.c \
-         && gcc -o helper helper.c"
-    ))?;
-    harness::refused(&format!("{BUILD}/helper"))?;
-    std::fs::write(
-        format!("{BUILD}/m.rs"),
-        "extern crate proc_macro;\n#[proc_macro]\npub fn empty(_: proc_macro::TokenStream) -> proc_macro::TokenStream \
-         {\n    proc_macro::TokenStream::new()\n}\n",
-    )
-    .context("m.rs")?;
-    std::fs::write(format!("{BUILD}/user.rs"), "m::empty!();\nfn main() {}\n").context("user.rs")?;
-    succeeds(&format!("cd {BUILD} && rustc --edition 2021 --crate-type proc-macro --crate-name m -o libm.so m.rs"))?;
-    // rustc maps the library executable to run its macro: refused, which rustc reports as a
-    // crate it cannot find. The kernel log names the library.
-    let (ok, output) = run(&format!("cd {BUILD} && rustc --edition 2021 --extern m=libm.so -o user user.rs"))?;
-    ensure(!ok, || format!("rustc ran the new proc-macro: {}", tail(&output)))?;
-    let after = harness::stats()?;
-    harness::counters_grew(&before, &after, &[("denied", 1)])?;
-    ensure(harness::grew(&before, &after, "mmap_denied") >= 1, || "no mapping was refused".into())?;
-    let logged = harness::kernel_log()?;
-    ensure(logged.iter().any(|l| l.starts_with("elfsig: refused") && l.contains(&format!("{BUILD}/libm.so"))), || {
-        format!("no refusal of {BUILD}/libm.so in the kernel log; rustc said: {}", tail(&output))
-    })?;
-    let (state, failed) = elfsig_guest::debian::system_state()?;
-    ensure(state == "running", || format!("systemd says {state:?}; failed: {failed}"))?;
-    succeeds(&format!("rm -rf {BUILD}"))
 }
 
 /// The boot after the upgrade: from the initramfs the upgrade's trigger made.
