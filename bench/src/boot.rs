@@ -92,6 +92,7 @@ fn run() -> Result<(), String> {
     }
     ima_appraises(&config)?;
 
+    emit("meta", "sha256-ni", &config, run, f64::from(u8::from(crate::sha256::uses_sha_ni())), "bool");
     emit(SUITE, "boot-to-default-target", &config, run, finished, "s");
     emit(SUITE, "kernel-and-initramfs", &config, run, before_systemd, "s");
     emit(SUITE, "systemd-to-default-target", &config, run, finished - before_systemd, "s");

@@ -22,6 +22,7 @@ mod large;
 mod libs;
 mod measure;
 mod rounds;
+mod sha256;
 mod unixbench;
 
 use config::{Config, Switch};
@@ -122,5 +123,6 @@ fn run(effort: Effort, selected: impl Fn(&str) -> bool) -> Result<(), String> {
         return Err(format!("the clocksource changed from {start_clock} to {end_clock} during the run"));
     }
     console::emit("meta", "clocksource-is-tsc", "-", effort.index, f64::from(u8::from(end_clock == "tsc")), "bool");
+    console::emit("meta", "sha256-ni", "-", effort.index, f64::from(u8::from(sha256::uses_sha_ni())), "bool");
     Ok(())
 }

@@ -245,6 +245,19 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         }
         runs.extend(measured);
     }
+    // A smoke run checks what the instruction clock counts: hashing as a server CPU runs it.
+    if effort == BenchEffort::Smoke {
+        for run in &runs {
+            let (with, all) = report::sha_ni_boots(&run.results);
+            if with != all || all == 0 {
+                return Err(format!(
+                    "{}: {with} of {all} guests hashed with the x86 SHA extensions; every one must (QEMU 8.2 or \
+                     later, -cpu max)",
+                    run.name()
+                ));
+            }
+        }
+    }
 
     let dir = paths::target().join("bench").join(&started);
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -270,6 +283,8 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
             suffix: run.suffix(),
             effort,
             accel: run.accel.clone(),
+            qemu: crate::deps::qemu_version()
+                .map_or("(version unknown)".to_owned(), |(major, minor)| format!("{major}.{minor}")),
             clock: run.clock,
             started: started.clone(),
             seconds: run.seconds,

@@ -35,6 +35,8 @@ pub struct Meta {
     pub effort: BenchEffort,
     /// QEMU accelerator used.
     pub accel: String,
+    /// QEMU's version, `major.minor`.
+    pub qemu: String,
     /// What the guests' clocks counted.
     pub clock: crate::vm::qemu::Clock,
     /// When the run started.
@@ -43,16 +45,40 @@ pub struct Meta {
     pub seconds: f64,
 }
 
+/// How many of the guests' boots hashed with the x86 SHA extensions, of how many said.
+pub fn sha_ni_boots(results: &Results) -> (usize, usize) {
+    let said: Vec<f64> =
+        results.records.iter().filter(|r| r.suite == "meta" && r.case == "sha256-ni").map(|r| r.value).collect();
+    (said.iter().filter(|v| **v > 0.5).count(), said.len())
+}
+
+/// Which SHA-256 the guests' kernels ran, elfsig's and IMA's alike.
+fn sha256(results: &Results) -> String {
+    match sha_ni_boots(results) {
+        (_, 0) => String::new(),
+        (with, all) if with == all => format!(
+            "SHA-256 in the guests' kernels, for elfsig and IMA alike: `sha256_ni`, the x86 SHA extensions every \
+             recent server CPU has (QEMU's TCG emulates them), in all {all} guests.\n\n"
+        ),
+        (with, all) => format!(
+            "SHA-256 in the guests' kernels: the x86 SHA extensions in {with} of {all} guests only; the others \
+             hashed with AVX2 or generic code, several times the instructions a server CPU runs (QEMU emulates \
+             the extensions from 8.2 on).\n\n"
+        ),
+    }
+}
+
 /// The report.
 pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# elfsig benchmarks: {}\n", meta.kernel);
     let _ = write!(
         md,
-        "{} run started {}, {:.0} s, QEMU ({}) on {}. Host CPU: {}.",
+        "{} run started {}, {:.0} s, QEMU {} ({}) on {}. Host CPU: {}.",
         meta.effort.pick("Full", "Quick (`--quick`)", "Smoke (`cargo xtask test`: timings not meant to be read)"),
         meta.started,
         meta.seconds,
+        meta.qemu,
         meta.accel,
         meta.kernel,
         native.cpu
@@ -74,6 +100,7 @@ pub fn markdown(results: &Results, native: &Native, meta: &Meta) -> String {
         );
     }
     let _ = writeln!(md, " Raw measurements: `results{0}.csv`; chart: `chart{0}.svg`.\n", meta.suffix);
+    md.push_str(&sha256(results));
     if meta.accel == "tcg" {
         md.push_str(
             "The VMs run under TCG emulation, where hashing is far slower than on real hardware: the native \

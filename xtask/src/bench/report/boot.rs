@@ -283,6 +283,7 @@ mod tests {
             effort: elfsig_guest::image::BenchEffort::Full,
             clock: crate::vm::qemu::Clock::Host,
             accel: "tcg".into(),
+            qemu: "10.0".into(),
             started: "now".into(),
             seconds: 1.0,
         };
