@@ -7,6 +7,7 @@ use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::elfsig_core::Reason;
+use crate::glue::module;
 
 const REASONS: usize = Reason::ALL.len();
 
@@ -46,6 +47,10 @@ pub(crate) struct Stats {
     pub(crate) bytes_hashed: AtomicU64,
     /// Time spent verifying, in ns.
     pub(crate) verify_ns: AtomicU64,
+    /// Of that, time spent in SHA-256, in ns.
+    pub(crate) hash_ns: AtomicU64,
+    /// Of that, time spent checking signatures (PKCS#7 and the keyrings), in ns.
+    pub(crate) signature_ns: AtomicU64,
     /// Bytes currently allocated for verification.
     pub(crate) memory: AtomicU64,
     /// Most bytes ever allocated for verification at once.
@@ -67,12 +72,12 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 17],
+    values: [u64; 19],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 17] = [
+const NAMES: [&str; 19] = [
     "checked",
     "allowed",
     "denied",
@@ -88,6 +93,8 @@ const NAMES: [&str; 17] = [
     "writes_refused",
     "bytes_hashed",
     "verify_ns",
+    "hash_ns",
+    "signature_ns",
     "memory",
     "memory_peak",
 ];
@@ -111,6 +118,8 @@ impl Stats {
             writes_refused: AtomicU64::new(0),
             bytes_hashed: AtomicU64::new(0),
             verify_ns: AtomicU64::new(0),
+            hash_ns: AtomicU64::new(0),
+            signature_ns: AtomicU64::new(0),
             memory: AtomicU64::new(0),
             memory_peak: AtomicU64::new(0),
             reasons: [const { AtomicU64::new(0) }; REASONS],
@@ -120,6 +129,14 @@ impl Stats {
     /// Adds `n` to a counter.
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Runs `work`, adding the time it took to `counter` (`verify_ns` and its parts).
+    pub(crate) fn timed<T>(counter: &AtomicU64, work: impl FnOnce() -> T) -> T {
+        let start = module::now_ns();
+        let result = work();
+        Self::add(counter, module::now_ns().saturating_sub(start));
+        result
     }
 
     /// Counts a refusal (or, in permissive mode, a would-be refusal).
@@ -164,6 +181,8 @@ impl Stats {
                 &self.writes_refused,
                 &self.bytes_hashed,
                 &self.verify_ns,
+                &self.hash_ns,
+                &self.signature_ns,
                 &self.memory,
                 &self.memory_peak,
             ]

@@ -15,7 +15,6 @@ use crate::cache::{Entry, Runtime};
 use crate::elfsig_core::filesystem::{self, Keeping};
 use crate::elfsig_core::Reason;
 use crate::glue::file::{self, ExecFile, Facts, FileId, FileRef};
-use crate::glue::module;
 use crate::refusal::{Failure, KernelDetail};
 use crate::state::STATE;
 use crate::stats::Stats;
@@ -246,11 +245,5 @@ fn loader_allowed(loader: bool) -> Result<(), Failure> {
 
 /// Verifies `file`, counting the time it takes.
 fn timed_verify<'n>(file: FileRef<'_>, name: &'n mut KVec<u8>) -> Result<Verified<'n>, Failure> {
-    let start = module::now_ns();
-    let result = verify::verify_file(file, name);
-    Stats::add(
-        &STATE.stats.verify_ns,
-        module::now_ns().saturating_sub(start),
-    );
-    result
+    Stats::timed(&STATE.stats.verify_ns, || verify::verify_file(file, name))
 }

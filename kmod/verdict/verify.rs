@@ -49,11 +49,11 @@ impl Sha256 for KernelSha256 {
             &STATE.stats.bytes_hashed,
             u64::try_from(bytes.len()).unwrap_or(u64::MAX),
         );
-        self.0.update(bytes).map_err(|e| e.to_errno())
+        Stats::timed(&STATE.stats.hash_ns, || self.0.update(bytes)).map_err(|e| e.to_errno())
     }
 
     fn finish(self) -> Result<[u8; 32], i32> {
-        self.0.finish().map_err(|e| e.to_errno())
+        Stats::timed(&STATE.stats.hash_ns, || self.0.finish()).map_err(|e| e.to_errno())
     }
 }
 
@@ -68,7 +68,11 @@ impl Trust for Keyrings {
     type Detail = KernelDetail;
 
     fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refusal> {
-        keys::verify_pkcs7(record, cms, self.policy.as_ref()).map_err(|error| match error {
+        let policy = self.policy.as_ref();
+        Stats::timed(&STATE.stats.signature_ns, || {
+            keys::verify_pkcs7(record, cms, policy)
+        })
+        .map_err(|error| match error {
             KeyError::UnknownKey => Refused::new(Reason::UnknownKey),
             KeyError::Rejected => Refused::new(Reason::BadSignature),
             KeyError::RevokedKey => Refused::by_trust(Reason::Revoked, KernelDetail::RevokedKey),
