@@ -538,7 +538,10 @@ const SETUP_FAILED: i32 = 255;
 /// `Command`, nothing is judged from how the child died: a child that cannot report a failed
 /// exec through a pipe (std aborts then) is still told apart from a program that ran.
 /// Safe to call from several threads: each child is traced by the thread that forked it.
-pub fn run_traced(path: &str, args: &[&str], faults: bool) -> io::Result<Traced> {
+/// `forking` is held (shared) from before the fork until the child's exec has ended or failed,
+/// when its close-on-exec descriptors are closed: a thread that holds it exclusively knows no
+/// child will inherit what it opens meanwhile.
+pub fn run_traced(path: &str, args: &[&str], faults: bool, forking: &std::sync::RwLock<()>) -> io::Result<Traced> {
     let program = cstring(path)?;
     let args = args.iter().map(|a| cstring(a)).collect::<io::Result<Vec<_>>>()?;
     let argv: Vec<*const libc::c_char> = std::iter::once(program.as_ptr())
@@ -555,6 +558,7 @@ pub fn run_traced(path: &str, args: &[&str], faults: bool) -> io::Result<Traced>
         use std::os::fd::FromRawFd;
         (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
     };
+    let forked = forking.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     // SAFETY: between fork and execve the child makes only async-signal-safe calls (ptrace,
     // dup2, open, write, close, execve, _exit) on data prepared before the fork, so it
     // cannot meet a lock another thread held; it always leaves through execve or _exit.
@@ -580,8 +584,13 @@ pub fn run_traced(path: &str, args: &[&str], faults: bool) -> io::Result<Traced>
     check(pid.into())?;
     drop(writer);
     // Until the exec stop: a stop for any other signal is passed on.
+    let mut forked = Some(forked);
     let status = loop {
         let status = wait(pid)?;
+        // Stopped at its exec, or gone: it holds none of this process's descriptors any more.
+        if !libc::WIFSTOPPED(status) || libc::WSTOPSIG(status) == libc::SIGTRAP {
+            drop(forked.take());
+        }
         if !libc::WIFSTOPPED(status) {
             break status;
         }

@@ -14,10 +14,14 @@
 //!   and the library says when it was loaded;
 //! - nothing but the good program's output ever appears.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use elfsig_guest::system::{self, Traced};
+
+/// Held (shared) by every exec from its fork until its exec ends, and (exclusive) by the
+/// library's writer while it has the library open: no child inherits that descriptor.
+pub(crate) static FORKING: RwLock<()> = RwLock::new(());
 
 /// What an exec did.
 #[derive(Debug)]
@@ -31,6 +35,9 @@ pub(crate) enum Exec {
     RanOther { what: String, surely_other: bool },
     /// Refused with EACCES.
     Refused,
+    /// A library refused: the program that loads it ran, the library did not, and the program
+    /// said this (the loader's error, which tells a refusal from content it could not load).
+    LibraryRefused(String),
     /// The exec failed otherwise (ETXTBSY while a file is being written, ENOMEM under faults, ...);
     /// see [`Exec::run_library`] for a negative value.
     Failed(i32),
@@ -41,7 +48,7 @@ pub(crate) enum Exec {
 impl Exec {
     /// Runs `path` traced and says what happened, against what the good program prints.
     pub(crate) fn run(path: &str, faults: bool, good_output: &[u8]) -> std::io::Result<Exec> {
-        system::run_traced(path, &[], faults).map(|traced| Exec::of(traced, good_output))
+        system::run_traced(path, &[], faults, &FORKING).map(|traced| Exec::of(traced, good_output))
     }
 
     /// Runs a signed program that loads a library, and says what happened to the library,
@@ -56,8 +63,10 @@ impl Exec {
         good_output: &[u8],
         loaded: &[u8],
     ) -> std::io::Result<Exec> {
-        system::run_traced(path, args, faults).map(|traced| match traced {
-            Traced::Loaded { ref stdout, .. } if !stdout.starts_with(loaded) => Exec::Refused,
+        system::run_traced(path, args, faults, &FORKING).map(|traced| match traced {
+            Traced::Loaded { ref stdout, .. } if !stdout.starts_with(loaded) => {
+                Exec::LibraryRefused(String::from_utf8_lossy(&stdout[..stdout.len().min(200)]).trim().to_owned())
+            }
             Traced::Loaded { .. } => Exec::of(traced, good_output),
             Traced::NotLoaded(errno) => Exec::Failed(errno),
             Traced::KilledInExec(signal) => Exec::Failed(-signal),
@@ -89,6 +98,7 @@ impl std::fmt::Display for Exec {
             Exec::RanGood => f.write_str("ran the good program"),
             Exec::RanOther { what, .. } => write!(f, "ran: {what}"),
             Exec::Refused => f.write_str("refused"),
+            Exec::LibraryRefused(said) => write!(f, "refused ({said:?})"),
             Exec::Failed(errno) => write!(f, "exec failed with errno {errno}"),
             Exec::Killed(signal) => write!(f, "killed by signal {signal} during exec"),
         }

@@ -168,7 +168,7 @@ impl Tally {
         let counter = match what {
             Exec::RanGood => &self.ran_good,
             Exec::RanOther { .. } => &self.ran_other,
-            Exec::Refused => &self.refused,
+            Exec::Refused | Exec::LibraryRefused(_) => &self.refused,
             Exec::Failed(_) => &self.failed,
             Exec::Killed(_) => &self.killed_in_exec,
         };
@@ -371,13 +371,39 @@ fn exec_once(shared: &Shared, contents: &Contents, rng: &mut Rng) {
     }
     let library_loaded = matches!(which, Slot::Dlopen | Slot::Needed);
     if judge::wrong(&what, verdict, faults || library_loaded) {
-        shared.violations.add(format!("{path} ({}{}): {what}", which.name(), if faults { ", faults" } else { "" }));
+        // What the module logged of the library, when it is the library's exec that went wrong.
+        let logged = if library_loaded { logged_about(GUARD_LIBRARY) } else { String::new() };
+        shared.violations.add(format!(
+            "{path} ({}{}): {what}{logged}",
+            which.name(),
+            if faults { ", faults" } else { "" }
+        ));
+    }
+}
+
+/// The module's last log lines that name `name`, for a wrong outcome's message.
+fn logged_about(name: &str) -> String {
+    let log = elfsig_guest::harness::kernel_log().unwrap_or_default();
+    let lines: Vec<&String> = log.iter().filter(|l| l.starts_with("elfsig") && l.contains(name)).collect();
+    match lines.len() {
+        0 => "; the module logged nothing of it".to_owned(),
+        n => format!("; the module logged: {:?}", &lines[n.saturating_sub(2)..]),
     }
 }
 
 /// Runs the CLI in the VM, as an operator would.
 fn cli(args: &[&str]) -> Outcome {
-    let out = std::process::Command::new(ELFSIG).args(args).output().context("run elfsig")?;
+    // Started as the workers' execs are (see `change_library`): spawn returns once it has
+    // exec'd.
+    let child = {
+        let _forking = judge::FORKING.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::process::Command::new(ELFSIG)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+    };
+    let out = child.and_then(std::process::Child::wait_with_output).context("run elfsig")?;
     ensure(out.status.success(), || {
         format!("elfsig {} failed ({}): {}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr).trim())
     })
@@ -442,8 +468,16 @@ fn change_library(shared: &Shared, contents: &Contents, rng: &mut Rng) -> Outcom
     let bad = (rng.below(2) == 0).then(|| rng.below(contents.bad_libraries.len()));
     let (bytes, kind) =
         bad.and_then(|i| contents.bad_libraries.get(i)).map_or((&contents.library[..], GOOD), |(_, b)| (&b[..], BAD));
+    // No child is between its fork and its exec while the library is open for writing here:
+    // one would inherit the descriptor and hold it until its exec closes it, which under load
+    // can be well after the change ended; a library mapped meanwhile is refused for being open
+    // for writing, rightly, while the change is done and good content held. (A program exec'd
+    // meanwhile fails with ETXTBSY instead, which the judge allows: the program slots are
+    // written without this.)
+    let writing = judge::FORKING.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let now = shared.library.begin();
     shared.library.end(change(&library(), bytes, kind, now, rng, 2));
+    drop(writing);
     shared.library_changes.fetch_add(1, Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(2));
     Ok(())
