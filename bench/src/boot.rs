@@ -69,7 +69,8 @@ fn run() -> Result<(), String> {
     debian::booted()?;
     let (before_systemd, finished) = systemd_times()?;
     configured_as(&config)?;
-    // The counters as the boot ended, copied before this program ran.
+    // The counters as the initramfs ended, and as the boot ended, copied before this program ran.
+    let in_initramfs = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_INITRAMFS)))?;
     let at_boot = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_RUN)))?;
 
     let started = Instant::now();
@@ -86,6 +87,9 @@ fn run() -> Result<(), String> {
     // Nothing may have been refused, or the workload was not the same in every configuration.
     if let (Some(at_boot), Some(after)) = (&at_boot, &after) {
         nothing_refused(after)?;
+        if let Some(in_initramfs) = &in_initramfs {
+            emit_stats(&config, run, "in-initramfs", in_initramfs);
+        }
         emit_stats(&config, run, "at-boot", at_boot);
         emit_stats(&config, run, "after-workload", after);
         emit(SUITE, "module-memory-peak", &config, run, count(after, "memory_peak") as f64, "bytes");
@@ -103,7 +107,37 @@ fn run() -> Result<(), String> {
     if upgrade {
         measure_upgrade(&config, run)?;
     }
+    if config == "baseline" {
+        measure_loading(run)?;
+    }
     Ok(())
+}
+
+/// In `baseline`, once everything else is measured: what loading elfsig costs, step by step as
+/// the initramfs does it (kmod/boot/initramfs-tools/scripts/init-top/elfsig): the module (the
+/// kernel checking its signature, reading its BTF, its init), the signed policy, and the
+/// mapping guard (elfsig-guard verified, libbpf reading the kernel's BTF, the BPF verifier,
+/// attaching).
+fn measure_loading(run: usize) -> Result<(), String> {
+    let step = |case: &str, work: &dyn Fn() -> Result<(), String>| -> Result<(), String> {
+        let started = Instant::now();
+        work().map_err(|e| format!("loading elfsig, {case}: {e}"))?;
+        emit(SUITE, case, "baseline", run, started.elapsed().as_secs_f64() * 1000.0, "ms");
+        Ok(())
+    };
+    let runs = |program: &str, args: &[&str]| -> Result<(), String> {
+        let out = harness::run(program, args).context(program)?;
+        ensure(out.status.success(), || {
+            format!("{program} exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())
+        })
+    };
+    step("load-module", &|| runs("/usr/sbin/modprobe", &["elfsig"]))?;
+    step("load-policy", &|| {
+        let policy = std::fs::read(image::DISTRO_POLICY).context(image::DISTRO_POLICY)?;
+        let control = Control::system().dir().join("policy");
+        std::fs::write(&control, policy).context(&control.display().to_string())
+    })?;
+    step("attach-guard", &|| runs("/usr/sbin/elfsig-guard", &[]))
 }
 
 /// Nothing was refused (one mapping is elfsig-guard's own check that the guard works: its
@@ -228,6 +262,8 @@ fn emit_stats(config: &str, run: usize, when: &str, stats: &Stats) {
         ("cache_used", "distinct-files-cached", "files", 1.0),
         ("bytes_hashed", "bytes-hashed", "bytes", 1.0),
         ("verify_ns", "verify-time", "ms", 1e-6),
+        ("hash_ns", "hash-time", "ms", 1e-6),
+        ("signature_ns", "signature-time", "ms", 1e-6),
         ("checked", "execs-checked", "execs", 1.0),
         ("mmap_checked", "mappings-checked", "mappings", 1.0),
     ] {

@@ -2,7 +2,10 @@
 //! microseconds), with `--version` so that the program's own work is small and the same
 //! everywhere.
 
+use elfsig_guest::harness::{grew, stats};
+
 use crate::config::{Config, Switch};
+use crate::console::emit;
 use crate::measure::{exec_loop, exec_us};
 use crate::rounds::{Effort, Totals};
 
@@ -15,11 +18,34 @@ pub(crate) const PROGRAMS: [&str; 18] = [
 /// How the suite records its totals.
 const SUITE: Totals<'_> = Totals { suite: "coreutils", round: "round", cases: &PROGRAMS, unit: "us" };
 
+/// The suite of the breakdown of `elfsig-cold`'s execs: for each program, what the module's
+/// verification took per exec (`PROGRAM:verify`), and of it SHA-256 (`:hash`) and the
+/// signature (`:signature`), in microseconds, from its own counters (the program, ld.so and
+/// every library, each verified afresh).
+pub(crate) const COLD: &str = "coreutils-cold";
+
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let (rounds, slices, per_slice) = (effort.pick(4, 2, 1), effort.pick(10, 5, 1), effort.pick(25, 12, 2));
     effort.record_execs("coreutils-execs-per-program", rounds * slices * per_slice);
-    SUITE.measure(switch, effort, (rounds, slices), prepare, |config| measure(config, per_slice))
+    // The module's counters over every elfsig-cold exec of each program: verify, hash,
+    // signature (ns), and execs.
+    let mut cold = [[0u64; 4]; PROGRAMS.len()];
+    SUITE.measure(switch, effort, (rounds, slices), prepare, |config| measure(config, per_slice, &mut cold))?;
+    for (program, [verify, hash, signature, execs]) in PROGRAMS.iter().zip(cold) {
+        let execs = execs.max(1) as f64;
+        for (part, ns) in [("verify", verify), ("hash", hash), ("signature", signature)] {
+            emit(
+                COLD,
+                &format!("{program}:{part}"),
+                Config::ElfsigCold.name(),
+                effort.index,
+                ns as f64 / execs / 1000.0,
+                "us",
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Runs every program once.
@@ -28,7 +54,22 @@ fn prepare(config: Config) -> Result<(), String> {
 }
 
 /// Runs every program `count` times, the cache flushed before each in `elfsig-cold`; total
-/// microseconds per program.
-fn measure(config: Config, count: usize) -> Result<Vec<f64>, String> {
-    PROGRAMS.iter().map(|program| exec_loop(config, program, &["--version"], count)).collect()
+/// microseconds per program. In `elfsig-cold`, adds what the module's counters say to `cold`.
+fn measure(config: Config, count: usize, cold: &mut [[u64; 4]; PROGRAMS.len()]) -> Result<Vec<f64>, String> {
+    PROGRAMS
+        .iter()
+        .zip(cold.iter_mut())
+        .map(|(program, counted)| {
+            let before = (config == Config::ElfsigCold).then(stats).transpose()?;
+            let total = exec_loop(config, program, &["--version"], count)?;
+            if let Some(before) = before {
+                let after = stats()?;
+                for (slot, name) in counted.iter_mut().zip(["verify_ns", "hash_ns", "signature_ns"]) {
+                    *slot += grew(&before, &after, name);
+                }
+                counted[3] += count as u64;
+            }
+            Ok(total)
+        })
+        .collect()
 }

@@ -245,8 +245,20 @@ pub fn bench(effort: BenchEffort, suites: &[&str], kernels: Kernels) -> Result {
         }
         runs.extend(measured);
     }
-    // A smoke run checks what the instruction clock counts: hashing as a server CPU runs it.
+    // A smoke run checks what the instruction clock counts (hashing as a server CPU runs it),
+    // and that the boot's breakdown has every row, each a number.
     if effort == BenchEffort::Smoke {
+        for run in runs.iter().filter(|run| run.results.has("coreutils")) {
+            if let Some(case) = report::coreutils::cold_breakdown_missing(&run.results) {
+                return Err(format!("{}: the first exec's breakdown lacks {case}", run.name()));
+            }
+        }
+        for run in runs.iter().filter(|run| run.results.has(boot::SUITE)) {
+            let rows = report::breakdown_rows(&run.results).ok_or("the boot suite gave no breakdown of its boot")?;
+            if let Some((label, _)) = rows.iter().find(|(_, ms)| !ms.is_finite()) {
+                return Err(format!("the boot's breakdown: {label:?} is no number"));
+            }
+        }
         for run in &runs {
             let (with, all) = report::sha_ni_boots(&run.results);
             if with != all || all == 0 {

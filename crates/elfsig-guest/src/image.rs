@@ -202,6 +202,9 @@ pub const BOOT_BENCH_PROGRAM: &str = "/usr/local/libexec/elfsig-bench";
 /// The `boot` bench's directory in `/run`: `stats` there is a copy of the module's counters
 /// made as the boot ended, before the bench program ran.
 pub const BOOT_BENCH_RUN: &str = "elfsig-bench";
+/// The `boot` bench's directory in `/run` for what the initramfs leaves: `stats` there is a copy
+/// of the module's counters made as the initramfs ended (init-bottom), with shell builtins.
+pub const BOOT_BENCH_INITRAMFS: &str = "elfsig-bench-initramfs";
 /// In the Debian system, the certificate IMA appraises with (DER; where dracut's integrity
 /// module looks for IMA keys).
 pub const BOOT_IMA_CERT: &str = "/etc/keys/ima/elfsig-test.der";

@@ -15,6 +15,8 @@ mod native;
 mod unixbench;
 mod verdict;
 
+pub use boot::breakdown_rows;
+
 use elfsig_guest::image::BenchEffort;
 use std::fmt::Write as _;
 

@@ -4,13 +4,17 @@
 //! on every file IMA will appraise, made after elfsig's signing with the same key, IMA's
 //! certificate and policy, and an initramfs-tools script that loads them before the root file
 //! system runs anything (as dracut's integrity module does on the distributions that use it);
-//! the drivers of the NVDIMM the bench's root file system is on. Inert in every other boot.
+//! the drivers of the NVDIMM the bench's root file system is on; and an initramfs-tools script
+//! that copies the module's counters as the initramfs ends, so that the report tells the
+//! initramfs's verifications from the rest of the boot's. Inert in every other boot.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use elfsig_guest::image::{BOOT_BENCH, BOOT_BENCH_PROGRAM, BOOT_BENCH_RUN, BOOT_IMA_CERT, BOOT_IMA_POLICY};
+use elfsig_guest::image::{
+    BOOT_BENCH, BOOT_BENCH_INITRAMFS, BOOT_BENCH_PROGRAM, BOOT_BENCH_RUN, BOOT_IMA_CERT, BOOT_IMA_POLICY,
+};
 
 use super::ext4::FS_UUID;
 use super::files::{copy, is_elf, parent_made, regular_files, symlink, write};
@@ -72,6 +76,28 @@ mkdir -p /run
 exit 0
 "#;
 
+/// The initramfs-tools script that copies the module's counters as the initramfs ends, when the
+/// module is loaded and `elfsig_bench=` is on the command line. Shell builtins alone, but for
+/// `mkdir`, which elfsig's own init-top script ran (a cached verdict): nothing it runs is
+/// verified, so that copying the counters does not change them.
+const COUNTERS: &str = r#"#!/bin/sh
+# elfsig's boot bench: the module's counters as the initramfs ends.
+PREREQ=""
+prereqs() { echo "$PREREQ"; }
+case "$1" in
+prereqs) prereqs; exit 0 ;;
+esac
+read -r cmdline </proc/cmdline
+case " $cmdline " in
+*" @WORD@="*) ;;
+*) exit 0 ;;
+esac
+[ -r /sys/kernel/security/elfsig/stats ] || exit 0
+mkdir -p /run/@DIR@
+{ while read -r line; do echo "$line"; done </sys/kernel/security/elfsig/stats; } >/run/@DIR@/stats
+exit 0
+"#;
+
 /// Installs the bench's parts into `root`; `program` is `elfsig-bench`, `key` what IMA trusts.
 pub fn install(root: &Path, program: &Path, key: &KeyPair) -> Result {
     let at = |path: &str| root.join(path.trim_start_matches('/'));
@@ -102,11 +128,15 @@ pub fn install(root: &Path, program: &Path, key: &KeyPair) -> Result {
             .replace("@CERT@", BOOT_IMA_CERT)
             .replace("@POLICY@", BOOT_IMA_POLICY)
             .replace("@WORD@", BOOT_BENCH)
+            .replace("@DIR@", BOOT_BENCH_INITRAMFS)
     };
     let tools = root.join("etc/initramfs-tools");
     write(&tools.join("hooks/elfsig-bench"), &fill(HOOK))?;
     write(&tools.join("scripts/init-top/elfsig-bench-ima"), &fill(SCRIPT))?;
-    for script in ["hooks/elfsig-bench", "scripts/init-top/elfsig-bench-ima"] {
+    write(&tools.join("scripts/init-bottom/elfsig-bench-counters"), &fill(COUNTERS))?;
+    for script in
+        ["hooks/elfsig-bench", "scripts/init-top/elfsig-bench-ima", "scripts/init-bottom/elfsig-bench-counters"]
+    {
         let path = tools.join(script);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;

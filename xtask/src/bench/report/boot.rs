@@ -141,7 +141,14 @@ pub(super) fn section(md: &mut String, all: &Results, native: &Native, accel: &s
         "| | files verified | distinct files | MB hashed | ms verifying | exec checks (programs and their ELF \
          interpreters) | executable mappings checked |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (when, label) in [("at-boot", "by the default target"), ("after-workload", "after the workload")] {
+    for (when, label) in [
+        ("in-initramfs", "by the initramfs's end"),
+        ("at-boot", "by the default target"),
+        ("after-workload", "after the workload"),
+    ] {
+        if results.values(SUITE, &format!("files-verified-{when}"), "elfsig").is_empty() {
+            continue;
+        }
         let _ = writeln!(
             md,
             "| {label} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0} |",
@@ -156,8 +163,95 @@ pub(super) fn section(md: &mut String, all: &Results, native: &Native, accel: &s
     let peak = results.values(SUITE, "module-memory-peak", "elfsig").into_iter().fold(0.0, f64::max);
     let _ = writeln!(md, "\nThe module's memory for verification peaked at {:.0} KiB.\n", peak / 1024.0);
 
+    breakdown(md, results);
     why(md, results, native, accel);
     upgrade(md, results);
+}
+
+/// The steps of loading elfsig, as the initramfs takes them, measured after `baseline`'s boot:
+/// case, what the report calls it.
+pub const LOADING: [(&str, &str); 3] = [
+    (
+        "load-module",
+        "loading the module (`modprobe elfsig`: the kernel checks its signature, reads its BTF, runs its init)",
+    ),
+    ("load-policy", "loading its signed policy"),
+    (
+        "attach-guard",
+        "attaching the mapping guard (`elfsig-guard`, itself verified: libbpf reading the kernel's BTF, the BPF \
+         verifier, attaching)",
+    ),
+];
+
+/// The rows of the breakdown: what the report calls them, and milliseconds.
+pub fn breakdown_rows(results: &Results) -> Option<Vec<(String, f64)>> {
+    let elfsig = |case: &str| results.values(SUITE, case, "elfsig");
+    if elfsig("verify-time-in-initramfs").is_empty() || elfsig("hash-time-at-boot").is_empty() {
+        return None;
+    }
+    let at = |case: &str, when: &str| mean(results, &format!("{case}-{when}"), "elfsig");
+    let boot = |config: &str| mean(results, "boot-to-default-target", config) * 1000.0;
+    let mut rows =
+        vec![("the boot's difference, `elfsig` less `baseline`".to_owned(), boot("elfsig") - boot("baseline"))];
+    let mut accounted = 0.0;
+    for (case, label) in LOADING {
+        let ms = mean(results, case, "baseline");
+        accounted += ms;
+        rows.push((label.to_owned(), ms));
+    }
+    let part = |case: &str, when: &str| match when {
+        "after" => at(case, "at-boot") - at(case, "in-initramfs"),
+        _ => at(case, when),
+    };
+    for (when, label) in [("in-initramfs", "in the initramfs"), ("after", "after it, until the default target")] {
+        let verify = part("verify-time", when);
+        let (hash, signature) = (part("hash-time", when), part("signature-time", when));
+        accounted += verify;
+        rows.push((
+            format!(
+                "verifying {label}: {:.0} files, {:.1} MB hashed",
+                part("files-verified", when),
+                part("bytes-hashed", when) / 1e6
+            ),
+            verify,
+        ));
+        rows.push(("&nbsp;&nbsp;of which SHA-256".to_owned(), hash));
+        rows.push(("&nbsp;&nbsp;of which the signatures (PKCS#7, the keyrings)".to_owned(), signature));
+        rows.push((
+            "&nbsp;&nbsp;of which the rest (reading the file, parsing, revocation lists)".to_owned(),
+            verify - hash - signature,
+        ));
+    }
+    let difference = rows[0].1;
+    rows.push(("the difference less the parts above".to_owned(), difference - accounted));
+    Some(rows)
+}
+
+/// Where elfsig's extra boot goes, part by part.
+fn breakdown(md: &mut String, results: &Results) {
+    let Some(rows) = breakdown_rows(results) else {
+        return;
+    };
+    md.push_str(
+        "### Where elfsig's boot goes
+
+\
+         The boot's difference, part by part (means over the runs). Loading elfsig is measured in `baseline`, \
+         once its boot is measured: the steps the initramfs takes, one after the other, nothing else running. \
+         Verifying is the module's own count, from each verification's start to its end, summed over the files \
+         it verified and split at the initramfs's end by a copy of its counters made there with shell builtins: \
+         with one vCPU, a verification preempted while the boot runs other things counts their time too, so \
+         these rows can exceed the verifications' own work. The boot is not all work either: it waits on timers \
+         and devices, and work added during a wait does not lengthen it. So the parts need not add up to the \
+         difference: the last row is what is left, negative when they exceed it. The first exec's breakdown \
+         (coreutils section, one program at a time, nothing else running) gives verification's own cost.\n\n\
+         | part | ms | of the difference |\n|---|---:|---:|\n",
+    );
+    let difference = rows[0].1;
+    for (label, ms) in &rows {
+        let _ = writeln!(md, "| {label} | {ms:.1} | {:.0}% |", ms / difference * 100.0);
+    }
+    md.push('\n');
 }
 
 /// The upgrade's steps: case, what the report calls it.
@@ -257,13 +351,48 @@ fn why(md: &mut String, results: &Results, native: &Native, accel: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{ahead, within};
+    use super::{ahead, breakdown_rows, within};
     use crate::bench::native::Native;
     use crate::bench::report::{Meta, markdown};
     use crate::bench::results::{Record, Results};
 
     fn record(case: &str, config: &str, run: usize, value: f64) -> Record {
         Record { suite: "boot".into(), case: case.into(), config: config.into(), run, value, unit: "s".into() }
+    }
+
+    /// The breakdown adds up: what the parts do not account for is the difference less them,
+    /// and the verifications split at the initramfs's end.
+    #[test]
+    fn the_breakdown_accounts_for_the_difference() {
+        let mut records = Vec::new();
+        for run in 0..2 {
+            records.push(record("boot-to-default-target", "baseline", run, 10.0));
+            records.push(record("boot-to-default-target", "elfsig", run, 11.0));
+            for (case, ms) in [("load-module", 100.0), ("load-policy", 10.0), ("attach-guard", 200.0)] {
+                records.push(record(case, "baseline", run, ms));
+            }
+            for (case, initramfs, boot) in [
+                ("verify-time", 300.0, 500.0),
+                ("hash-time", 150.0, 250.0),
+                ("signature-time", 100.0, 160.0),
+                ("files-verified", 40.0, 100.0),
+                ("bytes-hashed", 20e6, 60e6),
+            ] {
+                records.push(record(&format!("{case}-in-initramfs"), "elfsig", run, initramfs));
+                records.push(record(&format!("{case}-at-boot"), "elfsig", run, boot));
+            }
+        }
+        let rows = breakdown_rows(&Results { records }).unwrap();
+        let value = |label: &str| rows.iter().find(|(l, _)| l.starts_with(label)).unwrap().1;
+        assert_eq!(value("the boot's difference"), 1000.0);
+        assert_eq!(value("verifying in the initramfs: 40 files, 20.0 MB"), 300.0);
+        assert_eq!(value("verifying after it, until the default target: 60 files, 40.0 MB"), 200.0);
+        // 1000 less 100 + 10 + 200 + 300 + 200.
+        assert_eq!(value("the difference less the parts"), 190.0);
+        let rests: Vec<f64> = rows.iter().filter(|(l, _)| l.contains("of which the rest")).map(|r| r.1).collect();
+        assert_eq!(rests, [50.0, 40.0]);
+        // Without the initramfs's counters (an older run), no breakdown.
+        assert!(breakdown_rows(&Results::default()).is_none());
     }
 
     /// A boot-only report: the boot section and its targets, no other suite's, and verdicts that
