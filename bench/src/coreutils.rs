@@ -3,6 +3,7 @@
 //! everywhere.
 
 use elfsig_guest::harness::{grew, stats};
+use elfsig_guest::image::BENCH_COREUTILS_COLD;
 
 use crate::config::{Config, Switch};
 use crate::console::emit;
@@ -18,12 +19,6 @@ pub(crate) const PROGRAMS: [&str; 18] = [
 /// How the suite records its totals.
 const SUITE: Totals<'_> = Totals { suite: "coreutils", round: "round", cases: &PROGRAMS, unit: "us" };
 
-/// The suite of the breakdown of `elfsig-cold`'s execs: for each program, what the module's
-/// verification took per exec (`PROGRAM:verify`), and of it SHA-256 (`:hash`) and the
-/// signature (`:signature`), in microseconds, from its own counters (the program, ld.so and
-/// every library, each verified afresh).
-pub(crate) const COLD: &str = "coreutils-cold";
-
 /// Runs the suite.
 pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     let (rounds, slices, per_slice) = (effort.pick(4, 2, 1), effort.pick(10, 5, 1), effort.pick(25, 12, 2));
@@ -35,8 +30,10 @@ pub(crate) fn run(switch: &mut Switch, effort: Effort) -> Result<(), String> {
     for (program, [verify, hash, signature, execs]) in PROGRAMS.iter().zip(cold) {
         let execs = execs.max(1) as f64;
         for (part, ns) in [("verify", verify), ("hash", hash), ("signature", signature)] {
+            // What the module's own counters say (the program, ld.so and every library, each
+            // verified afresh).
             emit(
-                COLD,
+                BENCH_COREUTILS_COLD,
                 &format!("{program}:{part}"),
                 Config::ElfsigCold.name(),
                 effort.index,

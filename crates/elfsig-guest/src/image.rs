@@ -211,6 +211,9 @@ pub const BOOT_IMA_CERT: &str = "/etc/keys/ima/elfsig-test.der";
 /// In the Debian system, the IMA policy of the `ima` configuration (not `/etc/ima/ima-policy`,
 /// which systemd would load on every boot).
 pub const BOOT_IMA_POLICY: &str = "/etc/elfsig-bench/ima-policy";
+/// The bench's records of `elfsig-cold`'s verification per exec in the coreutils suite:
+/// `PROGRAM:verify`, `:hash`, `:signature`, in microseconds.
+pub const BENCH_COREUTILS_COLD: &str = "coreutils-cold";
 /// The kernel command-line word that names the bench suites to run (all when absent).
 pub const BENCH_SUITES: &str = "elfsig.suites";
 /// The bench's command-line word for which share of the rounds a VM measures: `INDEX/COUNT`.

@@ -7,9 +7,7 @@ use super::native::{Misses, projected_cold_ratio};
 use super::verdict::met;
 use crate::bench::native::{COREUTILS, Native};
 use crate::bench::results::{Results, mean_sd, median, sum};
-
-/// The suite of `elfsig-cold`'s verification per exec (bench/src/coreutils.rs).
-const COLD: &str = "coreutils-cold";
+use elfsig_guest::image::BENCH_COREUTILS_COLD;
 
 /// The earlier C module's published overhead ratios, lowest and highest, for the coreutils table.
 const PUBLISHED_C_MODULE: (f64, f64) = (1.35, 3.06);
@@ -100,7 +98,7 @@ pub(super) fn section(md: &mut String, results: &Results, native: &Native) {
 pub fn cold_breakdown_missing(results: &Results) -> Option<String> {
     COREUTILS.iter().flat_map(|program| ["verify", "hash", "signature"].map(|part| format!("{program}:{part}"))).find(
         |case| {
-            let values = results.values(COLD, case, "elfsig-cold");
+            let values = results.values(BENCH_COREUTILS_COLD, case, "elfsig-cold");
             values.is_empty() || values.iter().any(|v| !v.is_finite())
         },
     )
@@ -110,9 +108,10 @@ pub fn cold_breakdown_missing(results: &Results) -> Option<String> {
 /// baseline's, and what the module's counters say its verification took (the program, ld.so
 /// and every library, each verified afresh), split into SHA-256, the signature, and the rest.
 fn cold_breakdown(md: &mut String, results: &Results, execs: f64) {
-    let part =
-        |program: &str, part: &str| mean_sd(&results.values(COLD, &format!("{program}:{part}"), "elfsig-cold")).0;
-    if results.values(COLD, &format!("{}:verify", COREUTILS[0]), "elfsig-cold").is_empty() {
+    let part = |program: &str, part: &str| {
+        mean_sd(&results.values(BENCH_COREUTILS_COLD, &format!("{program}:{part}"), "elfsig-cold")).0
+    };
+    if results.values(BENCH_COREUTILS_COLD, &format!("{}:verify", COREUTILS[0]), "elfsig-cold").is_empty() {
         return;
     }
     md.push_str(
