@@ -10,6 +10,7 @@
 
 mod canary;
 mod control;
+mod verbose;
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::process::ExitCode;
@@ -23,18 +24,22 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/guard.skel.rs"));
 }
 
-const USAGE: &str = "usage: elfsig-guard [status]
+const USAGE: &str = "usage: elfsig-guard [-v | --verbose] [status]
 
 Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
 key_post_create_or_update, bprm_creds_for_exec, file_open, file_release, bprm_committed_creds,
 task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme and inode_init_security_anon) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
 LSMs. `status` prints the guard's state and attaches
-nothing.";
+nothing. `--verbose` prints libbpf's log and how long each step took, on standard error.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] => attach(),
+        ["-v" | "--verbose"] => {
+            verbose::enable();
+            attach()
+        }
         ["status"] => control::status().map(|guard| println!("{guard}")),
         ["-h" | "--help"] => {
             println!("{USAGE}");
@@ -69,12 +74,12 @@ fn attach() -> Result<(), String> {
     control::check_bpf_lsm_active()?;
 
     let mut storage = std::mem::MaybeUninit::uninit();
-    let open = skel::GuardSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| format!("cannot open the BPF programs: {e}"))?;
-    let loaded = open
-        .load()
-        .map_err(|e| format!("cannot load the BPF programs (is the elfsig module loaded, with BTF?): {e}"))?;
+    let open = verbose::step("open", || {
+        skel::GuardSkelBuilder::default().open(&mut storage).map_err(|e| format!("cannot open the BPF programs: {e}"))
+    })?;
+    let loaded = verbose::step("load", || {
+        open.load().map_err(|e| format!("cannot load the BPF programs (is the elfsig module loaded, with BTF?): {e}"))
+    })?;
     // In the module's order of hooks (kmod/shim/shim.h), which it checks.
     let progs = [
         ("mmap_file", &loaded.progs.elfsig_mmap_file),
@@ -90,16 +95,22 @@ fn attach() -> Result<(), String> {
         ("ptrace_traceme", &loaded.progs.elfsig_ptrace_traceme),
         ("inode_init_security_anon", &loaded.progs.elfsig_inode_init_security_anon),
     ];
-    let links = progs
-        .iter()
-        .map(|(hook, prog)| prog.attach_lsm().map_err(|e| format!("cannot attach to {hook}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    control::hand_over(&links.iter().map(|l| l.as_fd().as_raw_fd()).collect::<Vec<_>>())?;
+    let links = verbose::step("attach", || {
+        progs
+            .iter()
+            .map(|(hook, prog)| {
+                verbose::step(hook, || prog.attach_lsm().map_err(|e| format!("cannot attach to {hook}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    verbose::step("hand over", || {
+        control::hand_over(&links.iter().map(|l| l.as_fd().as_raw_fd()).collect::<Vec<_>>())
+    })?;
     // The module holds the links now: closing ours detaches nothing.
     drop(links);
     drop(loaded);
 
-    let refused = canary::executable_mapping_refused()?;
+    let refused = verbose::step("canary", canary::executable_mapping_refused)?;
     let enforcing = control::enforcing()?;
     if enforcing && !refused {
         return Err("the canary (an unsigned file mapped executable) was allowed: the guard does not work".into());
