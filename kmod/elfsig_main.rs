@@ -79,6 +79,15 @@ impl kernel::Module for Elfsig {
             control::DIR,
             control::FILES.iter().map(|file| (file.name, file.mode)),
         )?;
+        if params.trust_initramfs {
+            if file::trust_initramfs() {
+                pr_info!(
+                    "trusting the initramfs's own files, unchanged since it loaded the module\n"
+                );
+            } else {
+                pr_info!("trust_initramfs ignored: not loaded from the initramfs\n");
+            }
+        }
         let probe = glue::exec_end::Probe::register()?;
         if let Err(why) = STATE.guard.offer() {
             // After 6.12 the print macros take the kernel's own Display, which `Arguments` has

@@ -35,6 +35,8 @@ pub(crate) struct Stats {
     pub(crate) cache_hits: AtomicU64,
     /// Checks that verified the file.
     pub(crate) cache_misses: AtomicU64,
+    /// Checks of the initramfs's own files, not verified (`trust_initramfs`).
+    pub(crate) initramfs_trusted: AtomicU64,
     /// Execs whose mapped ELF interpreter was not the file checked for them.
     pub(crate) interpreter_replaced: AtomicU64,
     /// Execs whose stacked program's real file (overlayfs) changed or was opened for writing
@@ -72,12 +74,12 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 19],
+    values: [u64; 20],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 20] = [
     "checked",
     "allowed",
     "denied",
@@ -88,6 +90,7 @@ const NAMES: [&str; 19] = [
     "ptrace_denied",
     "cache_hits",
     "cache_misses",
+    "initramfs_trusted",
     "interpreter_replaced",
     "program_replaced",
     "writes_refused",
@@ -113,6 +116,7 @@ impl Stats {
             ptrace_denied: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
+            initramfs_trusted: AtomicU64::new(0),
             interpreter_replaced: AtomicU64::new(0),
             program_replaced: AtomicU64::new(0),
             writes_refused: AtomicU64::new(0),
@@ -176,6 +180,7 @@ impl Stats {
                 &self.ptrace_denied,
                 &self.cache_hits,
                 &self.cache_misses,
+                &self.initramfs_trusted,
                 &self.interpreter_replaced,
                 &self.program_replaced,
                 &self.writes_refused,

@@ -13,7 +13,7 @@ use kernel::prelude::*;
 use self::verify::Verified;
 use crate::cache::{Entry, Runtime};
 use crate::elfsig_core::filesystem::{self, Keeping};
-use crate::elfsig_core::Reason;
+use crate::elfsig_core::{Entitlements, Reason};
 use crate::glue::file::{self, ExecFile, Facts, FileId, FileRef};
 use crate::refusal::{Failure, KernelDetail};
 use crate::state::STATE;
@@ -61,6 +61,20 @@ pub(crate) fn check_program<'n>(
                 runtime: runtime_of(&verified),
             })
         }
+        Lookup::Initramfs(id) => {
+            let exec = verify::exec_info(file, name)?;
+            loader_allowed(exec.loader)?;
+            Ok(Program {
+                interpreter: exec.interpreter,
+                id,
+                // No signature says more.
+                runtime: Runtime {
+                    entitlements: Entitlements::NONE,
+                    executable_stack: exec.executable_stack,
+                    writable_executable: exec.writable_executable,
+                },
+            })
+        }
     }
 }
 
@@ -68,7 +82,7 @@ pub(crate) fn check_program<'n>(
 /// interpreter, a file mapped executable); returns the identity of its real file as checked.
 pub(crate) fn check_file(file: FileRef<'_>, name: &mut KVec<u8>) -> Result<FileId, Failure> {
     match lookup(file)? {
-        Lookup::Hit(_, id) => Ok(id),
+        Lookup::Hit(_, id) | Lookup::Initramfs(id) => Ok(id),
         Lookup::Miss(miss) => verify_into_cache(file, miss, name).map(|(_, id)| id),
     }
 }
@@ -123,7 +137,7 @@ pub(crate) fn unverified_interpreter<'n>(
 /// that what binfmt_elf mapped is what was checked: its stamp moves with every change (its
 /// filesystem lets a verdict be kept), or the guard verified the mapping as it was made.
 pub(crate) fn keeps_stamp(id: &FileId) -> bool {
-    STATE.guard.active() || matches!(admit(id), Ok(Keeping::Cache))
+    STATE.guard.active() || matches!(admit(id), Ok(Keeping::Cache | Keeping::Initramfs))
 }
 
 /// What the cache says of a file.
@@ -132,6 +146,9 @@ enum Lookup {
     Hit(Entry, FileId),
     /// Not cached: verify it.
     Miss(Miss),
+    /// The initramfs's own file, which the module trusts as it trusts what loaded it
+    /// (`trust_initramfs`): not verified.
+    Initramfs(FileId),
 }
 
 /// A file to verify: how its verdict may be kept, and the cache's epoch, taken before
@@ -147,6 +164,10 @@ struct Miss {
 fn lookup(file: FileRef<'_>) -> Result<Lookup, Failure> {
     let id = file.id();
     let keeping = admit(&id)?;
+    if keeping == Keeping::Initramfs {
+        Stats::add(&STATE.stats.initramfs_trusted, 1);
+        return Ok(Lookup::Initramfs(id));
+    }
     let epoch = STATE.cache.epoch();
     if let Some(entry) = cache_hit(&id, keeping, epoch) {
         not_revoked_since_cached(&entry.digest)?;

@@ -259,6 +259,7 @@ fn count(stats: &Stats, name: &str) -> u64 {
 fn emit_stats(config: &str, run: usize, when: &str, stats: &Stats) {
     for (name, case, unit, scale) in [
         ("cache_misses", "files-verified", "files", 1.0),
+        ("initramfs_trusted", "initramfs-files-trusted", "files", 1.0),
         ("cache_used", "distinct-files-cached", "files", 1.0),
         ("bytes_hashed", "bytes-hashed", "bytes", 1.0),
         ("verify_ns", "verify-time", "ms", 1e-6),

@@ -124,6 +124,7 @@ extern "C" {
     );
     fn elfsig_shim_fault_create();
     fn elfsig_shim_fault_remove();
+    fn elfsig_shim_trust_initramfs() -> bool;
 }
 
 /// `struct inode`, opaque.
@@ -297,6 +298,15 @@ impl ReadSomeAt for FileRef<'_> {
         }
         usize::try_from(n).map_err(|_| IoError::End)
     }
+}
+
+/// From now on, marks the files of the initramfs the module is being loaded from, unchanged
+/// since, with `INITRAMFS` (`trust_initramfs`); returns false, marking nothing, when the
+/// loading process's root is not the initial root file system. Called once, from init, before
+/// any file is checked.
+pub(crate) fn trust_initramfs() -> bool {
+    // SAFETY: from module init, before the binfmt handler and the guard can read what it sets.
+    unsafe { elfsig_shim_trust_initramfs() }
 }
 
 /// The identity of the file `path` names now, found without opening it.

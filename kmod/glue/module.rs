@@ -12,6 +12,7 @@ extern "C" {
     fn elfsig_shim_lock_param() -> bool;
     fn elfsig_shim_deny_loader_param() -> bool;
     fn elfsig_shim_require_mmap_guard_param() -> bool;
+    fn elfsig_shim_trust_initramfs_param() -> bool;
     fn elfsig_shim_embedded_certs(len: *mut usize) -> *const u8;
     fn elfsig_shim_embedded_policy_certs(len: *mut usize) -> *const u8;
     fn elfsig_shim_pin_module();
@@ -32,6 +33,8 @@ pub(crate) struct Params {
     pub(crate) lock: bool,
     /// `require_mmap_guard`.
     pub(crate) require_mmap_guard: bool,
+    /// `trust_initramfs`.
+    pub(crate) trust_initramfs: bool,
 }
 
 /// A string parameter's bytes, as the shim returns them.
@@ -68,6 +71,8 @@ pub(crate) fn params() -> Params {
         lock: unsafe { elfsig_shim_lock_param() },
         // SAFETY: reads a module parameter, fixed at load time.
         require_mmap_guard: unsafe { elfsig_shim_require_mmap_guard_param() },
+        // SAFETY: reads a module parameter, fixed at load time.
+        trust_initramfs: unsafe { elfsig_shim_trust_initramfs_param() },
     }
 }
 

@@ -15,6 +15,7 @@
 #include <linux/fault-inject.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/fs_struct.h>
 #include <linux/hugetlb.h>
 #include <linux/iversion.h>
 #include <linux/magic.h>
@@ -23,6 +24,7 @@
 #include <linux/ratelimit.h>
 #include <linux/rcupdate.h>
 #include <linux/rcupdate_wait.h>
+#include <linux/sched/task.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
@@ -112,6 +114,35 @@ static bool elfsig_seals(struct inode *inode, u32 *seals)
 }
 
 /*
+ * The initramfs the module was loaded from (trust_initramfs): the initial root file system,
+ * which the kernel unpacked the initramfs into and which every process's root is until
+ * switch_root, and the time the module loaded. A file there whose change time is earlier is
+ * the initramfs's own, as the kernel unpacked it or as the initramfs, which ran unchecked and
+ * loaded the module, left it: ELFSIG_FACT_INITRAMFS. Any write (or chmod, link, rename)
+ * since moves the change time. Set once, at init, before the binfmt handler is registered.
+ */
+static const struct super_block *elfsig_initramfs_sb;
+static struct timespec64 elfsig_initramfs_since;
+
+/* Whether the module is being loaded by a process whose root is the initial root file system. */
+bool elfsig_shim_trust_initramfs(void)
+{
+	struct path ours, initial;
+	bool from_initramfs;
+
+	get_fs_root(current->fs, &ours);
+	get_fs_root(init_task.fs, &initial);
+	from_initramfs = ours.mnt->mnt_sb == initial.mnt->mnt_sb && ours.dentry == initial.dentry;
+	if (from_initramfs) {
+		elfsig_initramfs_sb = initial.mnt->mnt_sb;
+		ktime_get_coarse_real_ts64(&elfsig_initramfs_since);
+	}
+	path_put(&initial);
+	path_put(&ours);
+	return from_initramfs;
+}
+
+/*
  * Safe in atomic context: the exec-end check calls it with preemption disabled, on the real
  * inode a mapping shows (for overlayfs, the backing file's). No file handle here.
  */
@@ -162,6 +193,9 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 		facts |= ELFSIG_FACT_WRITERS;
 	if (!mapping_can_writeback(inode->i_mapping))
 		facts |= ELFSIG_FACT_NO_WRITEBACK;
+	if (elfsig_initramfs_sb && sb == elfsig_initramfs_sb &&
+	    timespec64_compare(&ctime, &elfsig_initramfs_since) < 0)
+		facts |= ELFSIG_FACT_INITRAMFS;
 	id->facts = facts;
 }
 

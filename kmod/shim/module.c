@@ -45,6 +45,11 @@ module_param_named(require_mmap_guard, elfsig_require_mmap_guard, bool, 0444);
 MODULE_PARM_DESC(require_mmap_guard,
 		 "fail to load where the kernel cannot run the mapping guard (BPF LSM, module BTF)");
 
+static bool elfsig_trust_initramfs;
+module_param_named(trust_initramfs, elfsig_trust_initramfs, bool, 0444);
+MODULE_PARM_DESC(trust_initramfs,
+		 "loaded from the initramfs: its own files, unchanged since, run unverified (the boot hooks set it)");
+
 /* memchr, not strnlen: gcc's fortified strnlen brings a panic path (__fortify_panic). */
 static const char *elfsig_string_param(const char *param, size_t size, size_t *len)
 {
@@ -82,6 +87,11 @@ bool elfsig_shim_deny_loader_param(void)
 bool elfsig_shim_require_mmap_guard_param(void)
 {
 	return elfsig_require_mmap_guard;
+}
+
+bool elfsig_shim_trust_initramfs_param(void)
+{
+	return elfsig_trust_initramfs;
 }
 
 /* Certificates embedded at build time (certs.S): concatenated DER. */

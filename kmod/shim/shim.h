@@ -53,6 +53,7 @@ struct elfsig_file_id {
 #define ELFSIG_FACT_WRITERS		(1u << 10)	/* open for writing (i_writecount > 0) */
 #define ELFSIG_FACT_NO_WRITEBACK	(1u << 11)	/* no dirty tracking: long-term DMA pins allowed */
 #define ELFSIG_FACT_STALE_OPEN		(1u << 12)	/* overlayfs maps another real file than it reads */
+#define ELFSIG_FACT_INITRAMFS		(1u << 13)	/* the initramfs's, unchanged since it loaded the module */
 
 /* ---- Implemented in Rust ------------------------------------------------------------------ */
 
@@ -115,6 +116,7 @@ const char *elfsig_shim_runtime_param(size_t *len);
 bool elfsig_shim_lock_param(void);
 bool elfsig_shim_deny_loader_param(void);
 bool elfsig_shim_require_mmap_guard_param(void);
+bool elfsig_shim_trust_initramfs_param(void);
 const u8 *elfsig_shim_embedded_certs(size_t *len);
 const u8 *elfsig_shim_embedded_policy_certs(size_t *len);
 void elfsig_shim_pin_module(void);
@@ -130,6 +132,7 @@ struct inode;
 void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id);
 /* The file's real inode, with its handle. May sleep. */
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
+bool elfsig_shim_trust_initramfs(void);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 /* Refuses writers to the file's real inode (-ETXTBSY when it has some) until allowed again. */
 int elfsig_shim_deny_writes(struct file *file, struct inode **real);

@@ -72,6 +72,10 @@ impl Facts {
     /// An overlayfs file that maps another real file than the one it reads (copied up since
     /// it was opened).
     pub const STALE_OPEN: u32 = 1 << 12;
+    /// On the initramfs the module was loaded from (`trust_initramfs`), its change time
+    /// earlier than the load: a file the initramfs, which ran unchecked before the module and
+    /// loaded it, holds as it was then.
+    pub const INITRAMFS: u32 = 1 << 13;
 }
 
 /// `memfd_create`'s seals (include/uapi/linux/fcntl.h).
@@ -108,6 +112,10 @@ pub enum Keeping {
     Cache,
     /// Not at all: verified at every exec and mapping.
     Verify,
+    /// Not verified: the initramfs's own file, as it was when the initramfs loaded the module
+    /// ([`Facts::INITRAMFS`]), which nothing maps writable. Its identity and stamp still tell
+    /// whether what exec mapped is the file checked.
+    Initramfs,
 }
 
 /// What applies to files on mounts the kernel does not trust.
@@ -147,6 +155,9 @@ pub fn admit(file: &File<'_>, untrusted: Untrusted) -> Result<Keeping, Refusal> 
     }
     if file.has(Facts::WRITERS) {
         return Err(Refusal::OpenForWriting);
+    }
+    if file.has(Facts::INITRAMFS) && !file.has(Facts::WRITABLY_MAPPED) {
+        return Ok(Keeping::Initramfs);
     }
     let cached =
         CACHED.iter().any(|(fs, needs_handle)| fs.as_bytes() == file.fs && (!needs_handle || file.has(Facts::HANDLE)));
@@ -257,6 +268,19 @@ mod tests {
         assert_eq!(admit(&unsealable, Untrusted::Refuse), Err(Refusal::Unsealed));
     }
 
+    #[test]
+    fn the_initramfs_own_files_are_trusted_while_no_one_can_write_them() {
+        let initramfs = File { fs: b"rootfs", facts: Facts::INITRAMFS | Facts::SETTLED, seals: 0 };
+        assert_eq!(admit(&initramfs, Untrusted::Refuse), Ok(Keeping::Initramfs));
+        let mapped = File { facts: initramfs.facts | Facts::WRITABLY_MAPPED, ..initramfs };
+        assert_eq!(admit(&mapped, Untrusted::Refuse), Ok(Keeping::Cache));
+        let written = File { facts: initramfs.facts | Facts::WRITERS, ..initramfs };
+        assert_eq!(admit(&written, Untrusted::Refuse), Err(Refusal::OpenForWriting));
+        // The same file changed since the module loaded: verified as any other.
+        let changed = File { facts: Facts::SETTLED, ..initramfs };
+        assert_eq!(admit(&changed, Untrusted::Refuse), Ok(Keeping::Cache));
+    }
+
     /// The shim reads the facts off the inode and names them in `kmod/shim/shim.h`; the two
     /// lists must agree bit for bit, or the module would judge one fact as another.
     #[test]
@@ -280,6 +304,7 @@ mod tests {
             ("WRITERS", Facts::WRITERS),
             ("NO_WRITEBACK", Facts::NO_WRITEBACK),
             ("STALE_OPEN", Facts::STALE_OPEN),
+            ("INITRAMFS", Facts::INITRAMFS),
         ];
         for (name, value) in ours {
             assert_eq!(bit(name), Some(value), "ELFSIG_FACT_{name}");

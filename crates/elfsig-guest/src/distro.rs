@@ -183,6 +183,12 @@ fn enforce() {
         let by = std::fs::read_to_string("/run/elfsig-initramfs").context("/run/elfsig-initramfs")?;
         let expected = elfsig_guest::cmdline(DISTRO_INITRAMFS).unwrap_or_default();
         ensure(by.trim() == expected, || format!("loaded by {:?}, expected {expected:?}", by.trim()))?;
+        // With trust_initramfs: the initramfs's own tools ran unverified, and nothing else.
+        let trusted = harness::stats()?.get("initramfs_trusted").copied().unwrap_or(0);
+        let log = harness::kernel_log()?;
+        ensure(trusted > 0 && log.iter().any(|l| l.contains("trusting the initramfs's own files")), || {
+            format!("the hook did not load the module with trust_initramfs=1 ({trusted} files trusted)")
+        })?;
         module_state(Mode::Enforce, true)
     });
     if elfsig_guest::cmdline(DISTRO_SECURE_BOOT).as_deref() == Some("on") {

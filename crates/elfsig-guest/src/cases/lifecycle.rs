@@ -3,7 +3,8 @@
 //! locked.
 
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, control, control_value, ensure, kernel_log, refused, runs, write_control,
+    Context, Outcome, Suite, control, control_value, counters_grew, ensure, grew, kernel_log, refused, runs, stats,
+    write_control,
 };
 use elfsig_guest::image::{self, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, LD_SO, MODULE, SIGNED};
 use elfsig_guest::system;
@@ -97,6 +98,48 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         load("")?;
         ensure(policy? == "deny", || "deny_loader=1 did not set the policy".into())?;
         result
+    });
+    suite.case("trust_initramfs_runs_only_the_initramfs_files_unchanged_since_the_load", || {
+        system::unload_module("elfsig").context("unload")?;
+        // This suite runs from the initramfs (the initial root file system), as the boot hooks
+        // do: an unsigned program the kernel unpacked, one the initramfs wrote before the load,
+        // and the same on another file system and written after the load.
+        let before = "/t/unsigned/hello-written-before-the-load";
+        let elsewhere = "/tmp/hello-unsigned-before-the-load";
+        let after = "/t/unsigned/hello-written-after-the-load";
+        for copy in [before, elsewhere] {
+            std::fs::copy(HELLO_UNSIGNED, copy).context(copy)?;
+        }
+        // The change times are the coarse clock's: let its tick pass.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        load("trust_initramfs=1")?;
+        let trusting = (|| {
+            let start = stats()?;
+            runs(HELLO_UNSIGNED, &[], Some(HELLO))?;
+            runs(before, &[], Some(HELLO))?;
+            let ran = stats()?;
+            counters_grew(&start, &ran, &[("cache_misses", 0), ("denied", 0)])?;
+            // Each program, and its interpreter if it names one.
+            let trusted = grew(&start, &ran, "initramfs_trusted");
+            ensure(trusted >= 2, || format!("initramfs_trusted grew by {trusted}, expected 2 or more"))?;
+            refused(elsewhere)?;
+            std::fs::copy(HELLO_UNSIGNED, after).context(after)?;
+            refused(after)?;
+            // A file of the initramfs changed since the load (its mode: any change moves the
+            // change time) is verified, and refused.
+            std::fs::set_permissions(before, std::os::unix::fs::PermissionsExt::from_mode(0o755)).context(before)?;
+            refused(before)?;
+            // Signed programs of the initramfs run, unverified, as they did verified.
+            runs(image::HELLO, &[], Some(HELLO))
+        })();
+        system::unload_module("elfsig").context("unload")?;
+        load("")?;
+        for copy in [before, elsewhere, after] {
+            let _ = std::fs::remove_file(copy);
+        }
+        trusting?;
+        // Without the parameter, the initramfs's files are verified as any other.
+        refused(HELLO_UNSIGNED)
     });
     suite.case("unload_and_reload_while_execs_are_in_flight", || {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

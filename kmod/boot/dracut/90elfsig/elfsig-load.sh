@@ -1,5 +1,7 @@
 #!/bin/sh
-# dracut pre-udev hook: loads the elfsig module with the parameters from /etc/modprobe.d, then
+# dracut pre-udev hook: loads the elfsig module with the parameters from /etc/modprobe.d (and
+# trust_initramfs=1: the initramfs's own files, which ran unchecked until now and loaded the
+# module, are not verified again; everything else is), then
 # loads the signed policy (/etc/elfsig/policy) when there is one, and attaches its mapping guard
 # when elfsig-guard is in the initramfs. `elfsig=off` on the kernel
 # command line skips both, for one boot. A module that fails to load stops the boot (dracut's
@@ -12,7 +14,7 @@ type getarg >/dev/null 2>&1 || . /lib/dracut-lib.sh
 
 if [ "$(getarg elfsig=)" = "off" ]; then
     warn "elfsig: not loaded (elfsig=off on the kernel command line)"
-elif ! modprobe elfsig; then
+elif ! modprobe elfsig trust_initramfs=1; then
     die "elfsig: the module did not load; boot with elfsig=off to go on without it"
 else
     [ -d /sys/kernel/security/elfsig ] || mount -t securityfs securityfs /sys/kernel/security
