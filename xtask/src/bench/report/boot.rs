@@ -337,8 +337,9 @@ fn why(md: &mut String, results: &Results, native: &Native, accel: &str) {
          this host's CPU the same work, {:.1} MB hashed and {files:.0} RSA-3072 checks at {:.0} µs, takes about \
          {projected_ms:.0} ms even if none of it overlapped: within 5% of any boot longer than {:.2} s. In the \
          `ima` configuration IMA appraises the root file system's programs, libraries and executed scripts, \
-         hashing each whole file with the same kernel SHA-256; elfsig besides verifies the initramfs's \
-         programs, and loads its module and attaches its BPF guard there (\"kernel and initramfs\" above).\n",
+         hashing each whole file with the same kernel SHA-256; elfsig besides loads its module and attaches \
+         its BPF guard in the initramfs (\"kernel and initramfs\" above), whose own programs it trusts as \
+         IMA does (`trust_initramfs`).\n",
         boot * diff,
         diff * 100.0,
         interval * 100.0,
