@@ -119,7 +119,9 @@ static bool elfsig_seals(struct inode *inode, u32 *seals)
  * switch_root, and the time the module loaded. A file there whose change time is earlier is
  * the initramfs's own, as the kernel unpacked it or as the initramfs, which ran unchecked and
  * loaded the module, left it: ELFSIG_FACT_INITRAMFS. Any write (or chmod, link, rename)
- * since moves the change time. Set once, at init, before the binfmt handler is registered.
+ * since moves the change time. Set once, at init, before the binfmt handler is registered;
+ * cleared for good the first time the clock reads earlier than the load (set back, by time
+ * synchronisation or by hand), since a file written then would carry an earlier change time.
  */
 static const struct super_block *elfsig_initramfs_sb;
 static struct timespec64 elfsig_initramfs_since;
@@ -132,7 +134,7 @@ bool elfsig_shim_trust_initramfs(void)
 
 	get_fs_root(current->fs, &ours);
 	get_fs_root(init_task.fs, &initial);
-	from_initramfs = ours.mnt->mnt_sb == initial.mnt->mnt_sb && ours.dentry == initial.dentry;
+	from_initramfs = path_equal(&ours, &initial);
 	if (from_initramfs) {
 		elfsig_initramfs_sb = initial.mnt->mnt_sb;
 		ktime_get_coarse_real_ts64(&elfsig_initramfs_since);
@@ -179,6 +181,8 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 	ktime_get_coarse_real_ts64(&now);
 	if (timespec64_compare(&ctime, &now) < 0)
 		facts |= ELFSIG_FACT_SETTLED;
+	if (READ_ONCE(elfsig_initramfs_sb) && timespec64_compare(&now, &elfsig_initramfs_since) < 0)
+		WRITE_ONCE(elfsig_initramfs_sb, NULL);
 	if (sb->s_user_ns != &init_user_ns)
 		facts |= ELFSIG_FACT_USERNS;
 	if (sb->s_iflags & (SB_I_UNTRUSTED_MOUNTER | SB_I_IMA_UNVERIFIABLE_SIGNATURE))
@@ -193,7 +197,7 @@ void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id)
 		facts |= ELFSIG_FACT_WRITERS;
 	if (!mapping_can_writeback(inode->i_mapping))
 		facts |= ELFSIG_FACT_NO_WRITEBACK;
-	if (elfsig_initramfs_sb && sb == elfsig_initramfs_sb &&
+	if (sb == READ_ONCE(elfsig_initramfs_sb) &&
 	    timespec64_compare(&ctime, &elfsig_initramfs_since) < 0)
 		facts |= ELFSIG_FACT_INITRAMFS;
 	id->facts = facts;

@@ -407,6 +407,16 @@ pub fn load_module(path: &Path, params: &str) -> io::Result<()> {
     check(ret).map(|_| ())
 }
 
+/// Steps the wall clock (`CLOCK_REALTIME`) by `seconds`, forward or back.
+pub fn step_clock(seconds: i64) -> io::Result<()> {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the time into a timespec owned here.
+    check(i64::from(unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) }))?;
+    now.tv_sec = now.tv_sec.saturating_add(seconds);
+    // SAFETY: reads a valid timespec.
+    check(i64::from(unsafe { libc::clock_settime(libc::CLOCK_REALTIME, &now) })).map(|_| ())
+}
+
 /// Unloads the module `name` (`delete_module`), failing rather than waiting when it is in use.
 pub fn unload_module(name: &str) -> io::Result<()> {
     let name = cstring(name)?;

@@ -52,6 +52,15 @@ pub(crate) fn load_cases(suite: &mut Suite<'_>) {
     });
 }
 
+/// Runs `work` with the wall clock set `back`, then sets it forward again by as much (plus
+/// the time `work` took, which the clock counted).
+fn with_clock_set_back(back: i64, work: impl FnOnce() -> Outcome) -> Outcome {
+    system::step_clock(-back).context("set the clock back")?;
+    let result = work();
+    system::step_clock(back).context("set the clock forward again")?;
+    result
+}
+
 /// Unloading and reloading the module, by parameters too, and with execs in flight.
 pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("unload_allows_everything", || {
@@ -107,6 +116,7 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         let before = "/t/unsigned/hello-written-before-the-load";
         let elsewhere = "/tmp/hello-unsigned-before-the-load";
         let after = "/t/unsigned/hello-written-after-the-load";
+        let backdated = "/t/unsigned/hello-written-with-the-clock-set-back";
         for copy in [before, elsewhere] {
             std::fs::copy(HELLO_UNSIGNED, copy).context(copy)?;
         }
@@ -130,11 +140,18 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
             std::fs::set_permissions(before, std::os::unix::fs::PermissionsExt::from_mode(0o755)).context(before)?;
             refused(before)?;
             // Signed programs of the initramfs run, unverified, as they did verified.
-            runs(image::HELLO, &[], Some(HELLO))
+            runs(image::HELLO, &[], Some(HELLO))?;
+            // The clock set back to before the load (as time synchronisation may do): a file
+            // written then carries an earlier change time, so the trust ends, for good.
+            with_clock_set_back(3600, || {
+                std::fs::copy(HELLO_UNSIGNED, backdated).context(backdated)?;
+                refused(backdated)
+            })?;
+            refused(HELLO_UNSIGNED)
         })();
         system::unload_module("elfsig").context("unload")?;
         load("")?;
-        for copy in [before, elsewhere, after] {
+        for copy in [before, elsewhere, after, backdated] {
             let _ = std::fs::remove_file(copy);
         }
         trusting?;
