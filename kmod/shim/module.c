@@ -13,6 +13,8 @@
 
 /* Here rather than in module!, whose key is `author` up to 6.12 and `authors` after. */
 MODULE_AUTHOR("elfsig developers");
+/* elfsig's version, from the build (Kbuild): /sys/module/elfsig/version, `elfsig status`. */
+MODULE_VERSION(ELFSIG_VERSION);
 
 /* The mode at load time, the loader policy, and whether to lock at once. */
 static char elfsig_mode[16] = "enforce";

@@ -32,6 +32,12 @@ pub fn run(options: &flags::Dkms) -> Result {
 /// Copies what DKMS builds from into `dest` (emptied first): the sources only, never build
 /// products, and `dkms.conf` with this version.
 pub fn stage(dest: &Path, certs: &kmod::Embedded) -> Result {
+    stage_as(dest, certs, VERSION)
+}
+
+/// As [`stage`], the tree saying it is elfsig `version` (which the module built from it
+/// reports): what the archive's test of an elfsig upgrade builds a newer module from.
+pub fn stage_as(dest: &Path, certs: &kmod::Embedded, version: &str) -> Result {
     let root = paths::root();
     if dest.exists() {
         fs::remove_dir_all(dest).map_err(|e| format!("cannot empty {}: {e}", dest.display()))?;
@@ -40,7 +46,7 @@ pub fn stage(dest: &Path, certs: &kmod::Embedded) -> Result {
     copy_sources(&root.join("crates/elfsig-core/src"), &dest.join("crates/elfsig-core/src"), &["rs"], &[])?;
     let conf = fs::read_to_string(root.join("kmod/dkms/dkms.conf"))
         .map_err(|e| format!("cannot read kmod/dkms/dkms.conf: {e}"))?
-        .replace("@VERSION@", VERSION);
+        .replace("@VERSION@", version);
     write(&dest.join("dkms.conf"), conf.as_bytes())?;
     if !certs.programs.is_empty() {
         write(&dest.join("kmod/dkms/certs.der"), &certs.programs)?;

@@ -82,6 +82,7 @@ pub fn build(tree: &Path, certs: &Embedded, lints: Lints) -> Result<PathBuf> {
         format!("M={}", kmod.display()),
         format!("ELFSIG_CERTS={}", certs_der.display()),
         format!("ELFSIG_POLICY_CERTS={}", policy_der.display()),
+        format!("ELFSIG_VERSION={}", crate::dkms::VERSION),
         "modules".to_owned(),
     ];
     // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why); against a test

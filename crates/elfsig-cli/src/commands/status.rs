@@ -28,6 +28,9 @@ struct Report {
 
 #[derive(Debug, Serialize)]
 struct State {
+    /// The module's version (`/sys/module/elfsig/version`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
     mode: &'static str,
     locked: bool,
     loader: &'static str,
@@ -158,6 +161,7 @@ fn state(control: &Control) -> Result<State, Error> {
         denied: stats.get(&format!("{prefix}denied")),
     };
     Ok(State {
+        version: module_version(),
         mode: control.mode()?.word(),
         locked: control.locked()?,
         loader: control.loader()?.word(),
@@ -190,6 +194,15 @@ fn state(control: &Control) -> Result<State, Error> {
         cache: cache(&stats),
         counters: stats.into_map(),
     })
+}
+
+/// Where the kernel shows the loaded module's version (its `MODULE_VERSION`).
+const MODULE_VERSION: &str = "/sys/module/elfsig/version";
+
+/// The loaded module's version; none from a module built before it said.
+fn module_version() -> Option<String> {
+    let version = std::fs::read_to_string(MODULE_VERSION).ok()?;
+    Some(version.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 /// The policy, and the filesystem types in `mounts` (`/proc/self/mounts`) with what applies to
@@ -284,7 +297,8 @@ fn text(report: &Report) -> String {
         line("module:", format!("not loaded (no {})", report.control_dir));
         return out;
     };
-    line("module:", format!("loaded ({})", report.control_dir));
+    let version = state.version.as_deref().map(|v| format!("version {v}, ")).unwrap_or_default();
+    line("module:", format!("loaded ({version}{})", report.control_dir));
     let locked = if state.locked { ", locked until reboot" } else { "" };
     line("mode:", format!("{}{locked}", state.mode));
     line("loader:", state.loader.to_owned());
