@@ -21,10 +21,24 @@ use crate::kernel::Fnv;
 use crate::{Result, dkms, kmod, paths};
 
 /// The kernel: its release (`uname -r`), and the version of its packages.
-pub const RELEASE: &str = "7.2.12+deb13-amd64";
+pub const RELEASE: &str = elfsig_guest::image::DISTRO_KERNEL;
 const PACKAGE_VERSION: &str = "7.2.12-1~bpo13+1";
 /// How tasks and reports name it.
 pub const NAME: &str = "debian-7.2";
+
+/// The kernel update the signed Debian system takes under enforce (`cargo xtask distro`): what
+/// `linux-image-amd64` from trixie-backports installs, built like the 7.2 kernel (gcc-14,
+/// rustc 1.85.1, BTF, the BPF LSM among its LSMs). The archive carries it and the module built
+/// for it; the build root has its headers and source, to build that module.
+pub const UPDATE_RELEASE: &str = elfsig_guest::image::DISTRO_KERNEL_UPDATE;
+const UPDATE_PACKAGE_VERSION: &str = "7.3.4-1~bpo13+1";
+/// The source package of the update's kernel (the module's Rust build artifacts come from it).
+const UPDATE_SOURCE: &str = "linux-source-7.3";
+
+/// What the archive's mirror downloads for the kernel update (its dependencies come along).
+pub fn update_image_package() -> String {
+    format!("linux-image-{UPDATE_RELEASE}={UPDATE_PACKAGE_VERSION}")
+}
 
 /// The archive; `ELFSIG_DEBIAN_MIRROR` overrides it.
 pub const MIRROR: &str = "http://deb.debian.org/debian";
@@ -105,6 +119,11 @@ fn packages() -> Vec<String> {
     // What README's `-t trixie-backports` does for the kernel's dependencies: its package
     // needs a newer linux-base than trixie's.
     packages.push("linux-base/trixie-backports".to_owned());
+    // What the pipeline builds the update's module with (README, "elfsig's own packages").
+    packages.extend(
+        [format!("linux-headers-{UPDATE_RELEASE}"), UPDATE_SOURCE.to_owned()]
+            .map(|p| format!("{p}={UPDATE_PACKAGE_VERSION}")),
+    );
     packages.extend(BUILD_PACKAGES.iter().chain(SYSTEM_PACKAGES).map(|p| (*p).to_owned()));
     packages
 }
@@ -216,30 +235,43 @@ pub fn source_dir() -> String {
 /// DKMS build step a Debian user's `dkms install` runs, with warnings as errors; returns it
 /// under target/kmod/debian-7.2/.
 pub fn build_module(kernel: &DebianKernel, certs: &crate::kmod::Embedded) -> Result<PathBuf> {
-    // Built once per process for the same certificates: `cargo xtask test` asks twice.
-    // One path for every build: only the last is kept.
-    static BUILT: std::sync::Mutex<Option<(crate::kmod::Embedded, PathBuf)>> = std::sync::Mutex::new(None);
+    build_module_as(kernel, RELEASE, certs, dkms::VERSION)
+}
+
+/// As [`build_module`], for the kernel `release` (one whose headers the root has), the module
+/// saying it is elfsig `version`.
+pub fn build_module_as(
+    kernel: &DebianKernel,
+    release: &str,
+    certs: &crate::kmod::Embedded,
+    version: &str,
+) -> Result<PathBuf> {
+    // Built once per process for the same kernel, certificates and version: `cargo xtask test`
+    // asks twice. One path for every build of a kernel: only the last is kept.
+    type Built = (String, crate::kmod::Embedded, String, PathBuf);
+    static BUILT: std::sync::Mutex<Option<Built>> = std::sync::Mutex::new(None);
     let mut memo = BUILT.lock().map_err(|_| "a thread building the module panicked")?;
-    if let Some((_, ko)) = memo.as_ref().filter(|(c, _)| c == certs) {
+    if let Some((_, _, _, ko)) = memo.as_ref().filter(|(r, c, v, _)| r == release && c == certs && v == version) {
         return Ok(ko.clone());
     }
     let source = source_dir();
     let staged = kernel.root.join(source.trim_start_matches('/'));
-    dkms::stage(&staged, certs)?;
+    dkms::stage_as(&staged, certs, version)?;
     run_in(
         &kernel.root,
         &format!(
-            "sh {source}/kmod/dkms/build /usr/src/linux-headers-{RELEASE} KCFLAGS='-g0 -Werror' KRUSTFLAGS=-Dwarnings"
+            "sh {source}/kmod/dkms/build /usr/src/linux-headers-{release} KCFLAGS='-g0 -Werror' KRUSTFLAGS=-Dwarnings"
         ),
     )?;
     let built = staged.join("kmod/elfsig.ko");
-    kmod::check_built_for(&built, RELEASE)?;
-    let out = paths::target().join(format!("kmod/{NAME}"));
+    kmod::check_built_for(&built, release)?;
+    let name = if release == RELEASE { NAME.to_owned() } else { format!("debian-{release}") };
+    let out = paths::target().join(format!("kmod/{name}"));
     fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let ko = out.join("elfsig.ko");
     fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
-    eprintln!("xtask: built {} for Debian's {RELEASE}", ko.display());
-    *memo = Some((certs.clone(), ko.clone()));
+    eprintln!("xtask: built {} (elfsig {version}) for Debian's {release}", ko.display());
+    *memo = Some((release.to_owned(), certs.clone(), version.to_owned(), ko.clone()));
     Ok(ko)
 }
 

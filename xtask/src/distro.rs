@@ -1,15 +1,17 @@
 //! `cargo xtask distro`: a whole Debian 13 system under elfsig, as a user would run it, on
 //! Debian's own 7.2 kernel. The system is the Debian 13 root Debian's kernel is tested in
 //! (`debian_kernel`: the kernel's packages, what README's Debian 13 section installs, and a
-//! system's packages), with the module built and installed inside it by `dkms install`, signed
+//! system's packages), without its compilers and DKMS, with elfsig's packages installed from
+//! the organisation's archive (the module among them, built in the pipeline for Debian's kernel
+//! and signed with the MOK key), signed
 //! with `elfsig sign --recursive`, and booted on Debian's `vmlinuz` with the initramfs Debian's
 //! `update-initramfs` makes, which loads the module by the hook in `kmod/boot/` (enforcing,
 //! locked) and attaches the mapping guard; systemd boots it, and a unit runs the checks (a
 //! workload, then the refusals: crates/elfsig-guest/src/distro.rs), and again with the
 //! initramfs dracut makes with `kmod/boot/dracut/`. The first of the two boots as a Debian host
 //! with Secure Boot does (`secure_boot`): UEFI firmware, Debian's signed shim and grub, the
-//! kernel locked down, the module loaded because DKMS signed it with the MOK key the firmware
-//! holds. Then the same system unsigned boots in permissive mode, and every file that would
+//! kernel locked down, the module loaded because the pipeline signed it with the MOK key the
+//! firmware holds. Then the same system unsigned boots in permissive mode, and every file that would
 //! have been refused is listed: what an administrator does before switching to enforce.
 
 mod archive;
@@ -17,6 +19,7 @@ mod bench;
 mod ext4;
 mod files;
 pub mod image;
+mod packages;
 mod policy;
 mod secure_boot;
 
@@ -39,7 +42,7 @@ pub fn run(_options: &flags::Distro) -> Result {
 struct Inputs {
     debian: DebianKernel,
     keys: TestKeys,
-    /// What `cargo xtask dkms --cert` embeds: the certificate the system is signed with.
+    /// What the module embeds: the certificate the system is signed with, and the policies'.
     certs: kmod::Embedded,
     elfsig: PathBuf,
     guard: PathBuf,
@@ -65,20 +68,19 @@ impl Inputs {
         Ok(Inputs { debian, keys, certs, elfsig, guard, guest, bench })
     }
 
+    /// The archives, elfsig's packages in them.
+    fn archives(&self) -> Result<archive::Archives> {
+        let contents = packages::Contents { elfsig: &self.elfsig, guard: &self.guard, certs: &self.certs };
+        archive::make(&self.debian, &contents, &self.keys.kernel, &self.keys.policy)
+    }
+
     fn make(
         &self,
         variant: image::Variant<'_>,
         for_checks: bool,
-        archives: Option<&archive::Archives>,
+        archives: &archive::Archives,
     ) -> Result<image::Image> {
-        let parts = image::Parts {
-            elfsig: &self.elfsig,
-            guard: &self.guard,
-            guest: &self.guest,
-            bench: &self.bench,
-            certs: &self.certs,
-            archives,
-        };
+        let parts = image::Parts { elfsig: &self.elfsig, guest: &self.guest, bench: &self.bench, archives };
         image::make(&self.debian, &parts, variant, for_checks)
     }
 }
@@ -109,15 +111,15 @@ pub fn signed_image() -> Result<image::Image> {
         return Ok(image);
     }
     let inputs = Inputs::build()?;
-    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel, &inputs.keys.policy)?;
-    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, Some(&archives))
+    let archives = inputs.archives()?;
+    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, &archives)
 }
 
 /// Builds the images (from the cached Debian 13 root), boots both and checks them.
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
-    let archives = archive::make(&inputs.debian, &inputs.elfsig, &inputs.keys.kernel, &inputs.keys.policy)?;
-    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, Some(&archives))?;
+    let archives = inputs.archives()?;
+    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, &archives)?;
     *signed_made()? = Some(signed.clone());
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at
     // once (the disk is a copy-on-write snapshot for each). Both are checked even when one
@@ -138,7 +140,13 @@ pub fn test() -> Result {
     let kept = dir.join("distro-upgrade.qcow2");
     qemu::overlay(&signed.disk, &kept)?;
     let upgrading = format!("{with_tools} {DISTRO_UPGRADE}=upgrade");
-    let (vars, esp) = secure_boot::boot_disks(firmware, &dir, "distro-enforce", ext4::FS_UUID, &upgrading)?;
+    let (vars, esp) = secure_boot::boot_disks(
+        firmware,
+        &dir,
+        "distro-enforce",
+        ext4::FS_UUID,
+        secure_boot::Start::Kernel(&upgrading),
+    )?;
     let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &upgrading);
     secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
     secure.disk = Some(qemu::Disk::Kept(&kept));
@@ -148,7 +156,7 @@ pub fn test() -> Result {
     // The unsigned image is made meanwhile, on what the two guests leave of the CPUs (they wait
     // on timers and devices in their early boot).
     let (checked, unsigned) = std::thread::scope(|scope| {
-        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false, None));
+        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false, &archives));
         let checked: Vec<Result> =
             qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
         (checked, making.join().unwrap_or_else(|_| Err("making the unsigned image panicked".into())))
@@ -160,20 +168,23 @@ pub fn test() -> Result {
         [enforced.clone().err(), dracut.clone().err(), Some(e)].into_iter().flatten().collect::<Vec<_>>().join("\n")
     })?;
     // The unsigned system in permissive mode, and (when the upgrade went through) the upgraded
-    // one rebooted, at once. audit=1: the kernel holds the module's records from boot on for the
-    // first audit daemon.
+    // one rebooted, at once: through the boot menu the upgrade left, which starts the kernel it
+    // updated to, with the command line the upgrade put there for it. audit=1: the kernel holds
+    // the module's records from boot on for the first audit daemon.
     let discover = format!(
         "{} {DISTRO_CHECK}=discover elfsig.mode=permissive audit=1 audit_backlog_limit=65536",
         root(disk(&unsigned))
     );
     let mut boots = vec![system_boot(&unsigned, &unsigned.initrd, "distro-discover", &discover)];
-    let rebooted = format!("{with_tools} {DISTRO_UPGRADE}=upgraded");
     let upgraded_disks = match enforced {
-        Ok(()) => Some(secure_boot::boot_disks(firmware, &dir, "distro-upgraded", ext4::FS_UUID, &rebooted)?),
+        Ok(()) => {
+            Some(secure_boot::boot_disks(firmware, &dir, "distro-upgraded", ext4::FS_UUID, secure_boot::Start::Menu)?)
+        }
         Err(_) => None,
     };
     if let Some((vars, esp)) = &upgraded_disks {
-        let mut upgraded = system_boot(&signed, &signed.initrd, "distro-upgraded", &rebooted);
+        // The kernel, initramfs and command line are the menu's.
+        let mut upgraded = system_boot(&signed, &signed.initrd, "distro-upgraded", "");
         upgraded.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars, esp });
         upgraded.disk = Some(qemu::Disk::Kept(&kept));
         boots.push(upgraded);

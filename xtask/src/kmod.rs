@@ -82,7 +82,8 @@ pub fn build(tree: &Path, certs: &Embedded, lints: Lints) -> Result<PathBuf> {
         format!("M={}", kmod.display()),
         format!("ELFSIG_CERTS={}", certs_der.display()),
         format!("ELFSIG_POLICY_CERTS={}", policy_der.display()),
-        format!("ELFSIG_VERSION={}", crate::dkms::VERSION),
+        // elfsig's version: the workspace's, which DKMS's tree says too.
+        format!("ELFSIG_VERSION={}", env!("CARGO_PKG_VERSION")),
         "modules".to_owned(),
     ];
     // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why); against a test

@@ -16,7 +16,7 @@ use elfsig_guest::image::{
 };
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
-use crate::{builds, secure_boot, upgrade};
+use crate::{builds, kernel_update, secure_boot, upgrade};
 
 /// Where the checks put their files: on the root file system, as a user's would be.
 const WORK: &str = "/root/elfsig-check";
@@ -29,7 +29,7 @@ const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
 pub(crate) fn run() {
     match (elfsig_guest::cmdline(DISTRO_CHECK).as_deref(), elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref()) {
         (Some("discover"), _) => discover(),
-        (_, Some("upgraded")) => upgrade::upgraded(),
+        (_, Some("upgraded")) => upgraded(),
         _ => enforce(),
     }
     debian::end();
@@ -194,7 +194,7 @@ fn enforce() {
     if elfsig_guest::cmdline(DISTRO_SECURE_BOOT).as_deref() == Some("on") {
         suite.case("Secure Boot: enforced by the firmware, the kernel locked down", secure_boot::enforced);
         suite.case(
-            "Secure Boot: the module signed with DKMS's MOK key, which the firmware holds; an unsigned module refused",
+            "Secure Boot: the module signed with the pipeline's MOK key, which the firmware holds; an unsigned module refused",
             secure_boot::module_signed_by_the_mok,
         );
     }
@@ -229,10 +229,19 @@ fn enforce() {
     // side by side.
     if elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref() == Some("upgrade") {
         upgrade::upgrade(&mut suite);
+        kernel_update::update(&mut suite);
     } else {
         builds::builds(&mut suite);
     }
     suite.run("elfsig: the signed Debian system under enforce");
+}
+
+/// The boot after the upgrade and the kernel update, into the new kernel.
+fn upgraded() {
+    let mut suite = Suite::default();
+    upgrade::upgraded(&mut suite);
+    kernel_update::updated(&mut suite);
+    suite.run("elfsig: the Debian system after its upgrade, rebooted into the kernel update");
 }
 
 /// The unsigned system in permissive mode: what would have been refused.

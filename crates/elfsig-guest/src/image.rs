@@ -184,6 +184,23 @@ pub const DISTRO_REVOKED_LATER: &str = "/usr/local/bin/elfsig-revoked-later";
 pub const DISTRO_POLICY_PACKAGE: &str = "elfsig-policy";
 /// Its policy's serial.
 pub const DISTRO_POLICY_PACKAGED_SERIAL: u64 = 2;
+/// elfsig's own package: the CLI, the guard, the early-boot hooks, the unit, the kernel hook.
+pub const ELFSIG_PACKAGE: &str = "elfsig";
+/// The package of the module built for one kernel: this, then the kernel's release.
+pub const MODULES_PACKAGE_PREFIX: &str = "elfsig-modules-";
+/// The kernel the Debian system is made with (its release): Debian's 7.2 from trixie-backports.
+pub const DISTRO_KERNEL: &str = "7.2.12+deb13-amd64";
+/// The kernel the Debian system updates to under enforce (its release, `uname -r`): Debian's
+/// 7.3 from trixie-backports, which its archive carries with the module built for it.
+pub const DISTRO_KERNEL_UPDATE: &str = "7.3.4+deb13-amd64";
+/// Where the upgrade boot puts the kernel command line of the boot after it, which the boot
+/// menu `update-grub` writes passes to the kernel (grub's `GRUB_CMDLINE_LINUX`).
+pub const DISTRO_NEXT_CMDLINE: &str = "/etc/default/grub.d/90-elfsig-check.cfg";
+/// elfsig's version, which the Debian system is made with (the workspace's).
+pub const ELFSIG_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The suffix of the newer elfsig's version, which the archive carries beside the one the
+/// Debian system is made with: the upgrade installs it while the older module is loaded.
+pub const ELFSIG_UPGRADE_SUFFIX: &str = "+1";
 /// The certificates the Debian system's package gate trusts (`apt/`).
 pub const GATE_CERTS: &str = "/etc/elfsig/trusted.pem";
 /// The Debian system's package gate in APT (`apt/apt.conf.d/80elfsig`).

@@ -9,6 +9,7 @@ mod distro;
 mod fuse;
 mod guard_control;
 mod kernel_log;
+mod kernel_update;
 mod locked;
 mod manifest;
 mod mapping;

@@ -1,7 +1,7 @@
 //! What the signed Debian system checks when it was booted with Secure Boot
 //! ([`DISTRO_SECURE_BOOT`]): the firmware enforced it, the kernel locked itself down because of
-//! it, and the module that loaded is the one DKMS signed with the MOK key the firmware holds,
-//! where an unsigned module is refused.
+//! it, and the module that loaded is the one the pipeline signed with the MOK key the firmware
+//! holds, where an unsigned module is refused.
 //!
 //! [`DISTRO_SECURE_BOOT`]: elfsig_guest::image::DISTRO_SECURE_BOOT
 

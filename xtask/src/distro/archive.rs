@@ -6,9 +6,11 @@
 //!
 //! It holds what `apt-get upgrade` finds newer than the system in trixie-updates and
 //! trixie-security on the day the mirror was made (the system is made from the release suite
-//! alone), what `apt-get install openssh-server` adds, and `kmod` rebuilt with a higher version,
+//! alone), what `apt-get install openssh-server` adds, the kernel update from trixie-backports
+//! (`debian_kernel::UPDATE_RELEASE`, with what it depends on), and `kmod` rebuilt with a higher version,
 //! so that an upgrade always happens, and one whose trigger rebuilds the initramfs, which the
-//! system reboots into; and the system's policy as a package (`policy.rs`). A second archive
+//! system reboots into; the system's policy as a package (`policy.rs`); and elfsig's own
+//! packages, at two versions (`packages.rs`), which the system installs from it. A second archive
 //! holds a package as Debian ships it, unsigned: the gate
 //! must refuse it. The mirror is kept in the cache (named after the Debian 13 root it was made
 //! for), so that later runs upgrade the same packages without the network.
@@ -17,10 +19,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use elfsig_guest::image::{ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED};
+use elfsig_guest::image::{
+    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, ELFSIG_PACKAGE,
+};
 
 use super::files::{copy, parent_made, write};
-use super::policy;
+use super::{packages, policy};
 use crate::cmd::Cmd;
 use crate::debian_kernel::DebianKernel;
 use crate::keys::KeyPair;
@@ -34,17 +38,28 @@ pub const HOST_TOOLS: &[deps::Need] = &[deps::Need::Deb("apt-utils"), deps::Need
 pub struct Archives {
     /// The re-signed packages: a flat repository (`Packages`, `Release`, `InRelease`).
     pub signed: PathBuf,
+    /// The same packages before the signing (the unsigned system installs elfsig's from here).
+    pub unsigned: PathBuf,
     /// The package as Debian ships it, in a repository of its own.
     pub other: PathBuf,
     /// The OpenPGP certificate both are signed with, for `Signed-By`.
     pub key: PathBuf,
     /// The system's signed policies: the image's, and the one the archive ships as a package.
     pub policies: policy::Policies,
+    /// The Machine Owner Key elfsig's modules are signed with, for the firmware.
+    pub mok: packages::Mok,
 }
 
 /// Makes both archives in target/distro/archive/, the packages signed with `key`; the signed
-/// one holds the system's policy as a package too, signed with `policy_key`.
-pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair, policy_key: &KeyPair) -> Result<Archives> {
+/// one holds elfsig's packages (`contents`) and the system's policy as a package too, signed
+/// with `policy_key`.
+pub fn make(
+    debian: &DebianKernel,
+    contents: &packages::Contents<'_>,
+    key: &KeyPair,
+    policy_key: &KeyPair,
+) -> Result<Archives> {
+    let elfsig = contents.elfsig;
     deps::ensure(HOST_TOOLS)?;
     let mirror = mirrored(debian)?;
     let dir = paths::target().join("distro/archive");
@@ -65,6 +80,7 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair, policy_key: &Ke
         }
     }
     let policies = policy::make(&dir.join("policy"), &unsigned, &debian.root, elfsig, key, policy_key)?;
+    let mok = packages::make(debian, contents, &unsigned)?;
     let started = Instant::now();
     key.signing(elfsig, &["deb", "sign"]).arg("--output-dir").arg(&signed).arg(&unsigned).run()?;
     let (count, bytes) = count(&signed)?;
@@ -80,7 +96,7 @@ pub fn make(debian: &DebianKernel, elfsig: &Path, key: &KeyPair, policy_key: &Ke
     for repository in [&signed, &other] {
         publish(repository, &gnupg)?;
     }
-    Ok(Archives { signed, other, key, policies })
+    Ok(Archives { signed, unsigned, other, key, policies, mok })
 }
 
 /// The packages mirrored for the Debian 13 root, downloaded once into the cache.
@@ -106,7 +122,10 @@ fn mirrored(debian: &DebianKernel) -> Result<PathBuf> {
              > /etc/apt/sources.list; rm -f /etc/apt/sources.list.d/*; \
              apt-get -qq update; apt-get -qq -y --download-only upgrade; \
              apt-get -qq -y --download-only install {ARCHIVE_INSTALLED}; \
-             cd /var/cache/apt/archives; apt-get -qq download {ARCHIVE_REBUILT} {ARCHIVE_UNMODIFIED}"
+             printf 'deb {mirror} trixie-backports main\\n' >> /etc/apt/sources.list; apt-get -qq update; \
+             apt-get -qq -y --download-only install {update}; \
+             cd /var/cache/apt/archives; apt-get -qq download {ARCHIVE_REBUILT} {ARCHIVE_UNMODIFIED}",
+            update = crate::debian_kernel::update_image_package(),
         ),
     )?;
     let downloaded = scratch.join("upper/var/cache/apt/archives");
@@ -198,9 +217,35 @@ fn publish(dir: &Path, gnupg: &Path) -> Result {
         .run()
 }
 
+/// README's command that installs elfsig and its module for the running kernel (Debian's, in
+/// the system), at `version`.
+pub fn install_elfsig_command(version: &str) -> String {
+    format!(
+        "apt-get -qq -y install {ELFSIG_PACKAGE}={version} {}={version}",
+        packages::modules_package(crate::debian_kernel::RELEASE)
+    )
+}
+
+/// Installs elfsig's packages, unsigned, into the system `root` with dpkg (the unsigned system,
+/// which lists what is left to sign, has no archive).
+pub fn install_unsigned(root: &Path, archives: &Archives) -> Result {
+    let [version, _] = packages::versions();
+    let inside = root.join("tmp/elfsig-packages");
+    fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", inside.display()))?;
+    let mut names = Vec::new();
+    for name in [ELFSIG_PACKAGE.to_owned(), packages::modules_package(crate::debian_kernel::RELEASE)] {
+        let deb = format!("{name}_{version}_amd64.deb");
+        copy(&archives.unsigned.join(&deb), &inside.join(&deb), 0o644)?;
+        names.push(format!("/tmp/elfsig-packages/{deb}"));
+    }
+    chroot::run_in(root, &format!("dpkg -i {}", names.join(" ")))?;
+    fs::remove_dir_all(&inside).map_err(|e| format!("cannot remove {}: {e}", inside.display()))
+}
+
 /// Puts the archives and the gate into the system `root`, as README's "Keeping hosts up to
-/// date" has an administrator do: the archives listed alone, with `Signed-By`; the gate's APT
-/// hook and dpkg slot from `apt/`, with the certificate `cert` the module trusts (no key).
+/// date" has an administrator do: the archives listed alone, with `Signed-By`; elfsig's
+/// packages installed from them; the gate's APT hook and dpkg slot from `apt/`, with the
+/// certificate `cert` the module trusts (no key).
 pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
     use elfsig_guest::image::{ARCHIVE, GATE_CERTS, GATE_HOOK, OTHER_ARCHIVE};
     let inside = |path: &str| root.join(path.trim_start_matches('/'));
@@ -217,6 +262,9 @@ pub fn install(root: &Path, archives: &Archives, cert: &Path) -> Result {
             &format!("Types: deb\nURIs: file:{uri}\nSuites: ./\nSigned-By: {keyring}\n"),
         )?;
     }
+    // The system's version of elfsig; the newer one is for its upgrade.
+    let [version, _] = packages::versions();
+    chroot::run_in(root, &format!("apt-get -qq update && {}", install_elfsig_command(&version)))?;
     let gate = paths::root().join("apt");
     copy(&gate.join("apt.conf.d/80elfsig"), &inside(GATE_HOOK), 0o644)?;
     copy(&gate.join("debsig-verify"), &inside("/usr/local/sbin/debsig-verify"), 0o755)?;

@@ -1,12 +1,14 @@
 //! Files into and out of a system's tree, for every part that fills it: copies with a mode,
-//! written files and symbolic links, each with its directory made first; and the tree's regular
-//! files read back, and which of them are ELF files.
+//! written files, scripts and symbolic links, each with its directory made first; a package's
+//! tree built into a package; and the tree's regular files read back, and which of them are ELF
+//! files.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::Result;
+use crate::cmd::Cmd;
 
 /// Makes the directory `path` goes in.
 pub(super) fn parent_made(path: &Path) -> Result {
@@ -27,6 +29,20 @@ pub(super) fn copy(from: &Path, to: &Path, mode: u32) -> Result {
 pub(super) fn write(to: &Path, text: &str) -> Result {
     parent_made(to)?;
     fs::write(to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))
+}
+
+/// Writes `text` to `to`, executable (a maintainer script).
+pub(super) fn write_script(to: &Path, text: &str) -> Result {
+    write(to, text)?;
+    fs::set_permissions(to, fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot chmod {}: {e}", to.display()))
+}
+
+/// Builds the package whose tree (`DEBIAN/` and the files) is `tree` into the directory
+/// `packages`, owned by root, then removes `tree`.
+pub(super) fn package_built(tree: &Path, packages: &Path) -> Result {
+    Cmd::new("dpkg-deb").args(["--root-owner-group", "--build", "-Zxz"]).arg(tree).arg(packages).run()?;
+    fs::remove_dir_all(tree).map_err(|e| format!("cannot remove {}: {e}", tree.display()))
 }
 
 /// Makes `link` a symbolic link to `target`, in place of whatever was there.

@@ -1,7 +1,8 @@
 //! Making the Debian 13 system's disk image from the Debian 13 root, as README's Debian 13
-//! section has a user make theirs: the module's DKMS tree (`cargo xtask dkms --cert`) built and
-//! installed inside the system by its own `dkms install`, for Debian's kernel; elfsig's tools,
-//! its initramfs-tools hook and modprobe.d file from `kmod/boot/`; every ELF file signed with
+//! section has a user make theirs: the build root's compilers and DKMS removed (an enforced
+//! host has none); elfsig's packages installed from the organisation's archive (`archive.rs`:
+//! the tools, the early-boot hooks from `kmod/boot/`, and the module built for Debian's kernel
+//! in the pipeline, signed with the MOK key); every ELF file signed with
 //! `elfsig sign --recursive`; the initramfs made by Debian's `update-initramfs`, after the
 //! signing, so that what it copies in is signed too; the ext4 image made by `mke2fs -d`, which
 //! keeps owners, modes, hard links and extended attributes (file capabilities).
@@ -20,24 +21,20 @@ use super::{archive, bench, ext4, policy, secure_boot};
 use crate::cmd::Cmd;
 use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::KeyPair;
-use crate::{Result, chroot, deps, dkms, paths};
+use crate::{Result, chroot, deps, paths};
 
 /// What goes into the system besides Debian.
 #[derive(Debug)]
 pub struct Parts<'a> {
-    /// The `elfsig` CLI.
+    /// The `elfsig` CLI, which signs the system.
     pub elfsig: &'a Path,
-    /// `elfsig-guard`.
-    pub guard: &'a Path,
     /// The check program (`elfsig-guest distro`, static).
     pub guest: &'a Path,
     /// The `boot` bench's program (`elfsig-bench`, static).
     pub bench: &'a Path,
-    /// The certificates (concatenated DER) the module embeds, as `cargo xtask dkms --cert` stages
-    /// them.
-    pub certs: &'a crate::kmod::Embedded,
-    /// The signed system's package archives and gate, which the checks and the bench upgrade from.
-    pub archives: Option<&'a archive::Archives>,
+    /// The package archives (elfsig's packages among them) and gate, which the signed system
+    /// is kept up to date from; the unsigned one takes elfsig's packages from there too.
+    pub archives: &'a archive::Archives,
 }
 
 /// Which system.
@@ -84,29 +81,30 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
     // The copy (2.5 GB), then its image (4 GB, sparse).
     deps::ensure_space(&dir, 8, "making the Debian 13 system's image")?;
     // A copy, owners (by number: the root's users are not this machine's), modes, hard links,
-    // ACLs and extended attributes kept, without the module's Rust build tree
-    // (kmod/dkms/rust-tree's cache, 2 GB), which `dkms install` reads from the original.
+    // ACLs and extended attributes kept, without what the module's builds left there: its Rust
+    // build tree (kmod/dkms/rust-tree's cache, 2 GB), its staged sources, DKMS's state.
+    let excluded = [KBUILD_CACHE, "usr/src/elfsig-*", "var/lib/dkms"].map(|path| format!("--exclude=/{path}"));
     Cmd::new("rsync")
-        .args(["-aHAX", "--numeric-ids", &format!("--exclude=/{KBUILD_CACHE}/")])
+        .args(["-aHAX", "--numeric-ids"])
+        .args(excluded)
         .arg(format!("{}/", debian.root.display()))
         .arg(&root)
         .run()?;
     let release = debian_kernel::RELEASE;
-    install(&root, parts, variant)?;
-    if let (Some(archives), Variant::Signed(key)) = (parts.archives, variant) {
-        archive::install(&root, archives, &key.cert)?;
+    remove_build_tools(&root)?;
+    match variant {
+        Variant::Signed(key) => archive::install(&root, parts.archives, &key.cert)?,
+        Variant::Unsigned => archive::install_unsigned(&root, parts.archives)?,
     }
-    dkms_install(&root, &debian.root, parts.certs)?;
+    install(&root, parts, variant)?;
     let firmware = match variant {
-        Variant::Signed(_) if for_checks => Some(secure_boot::prepare(&root, &dir, name)?),
+        Variant::Signed(_) if for_checks => Some(secure_boot::prepare(&root, &dir, name, &parts.archives.mok.cert)?),
         _ => None,
     };
     if let Variant::Signed(key) = variant {
         bench::install(&root, parts.bench, key)?;
         sign(&root, parts.elfsig, key)?;
-        if let Some(archives) = parts.archives {
-            policy::install(&root, &archives.policies)?;
-        }
+        policy::install(&root, &parts.archives.policies)?;
         bench::sign(&root, key)?;
     }
     chroot::run_in(&root, &update_initramfs())?;
@@ -128,11 +126,6 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
     Ok(Image { kernel: debian.vmlinuz.clone(), disk, initrd, dracut_initrd, firmware })
 }
 
-/// README's command that builds and installs the module for Debian's kernel.
-fn dkms_install_command() -> String {
-    format!("dkms install elfsig/{} -k {}", dkms::VERSION, debian_kernel::RELEASE)
-}
-
 /// README's command that makes the initramfs again, after the signing.
 fn update_initramfs() -> String {
     "update-initramfs -u -k all".to_owned()
@@ -141,65 +134,30 @@ fn update_initramfs() -> String {
 /// Where the Debian 13 root keeps the module's Rust build tree (`kmod/dkms/rust-tree`).
 const KBUILD_CACHE: &str = "var/cache/elfsig";
 
-/// README's Debian 13 section: the tree `cargo xtask dkms --cert` stages in `/usr/src`, then
-/// `dkms install` for Debian's kernel, which builds the module inside the system (with the
-/// system's rustc, bindgen and `linux-source-7.2`), installs it under `updates/dkms` and runs
-/// depmod. The Rust build tree it makes once is the Debian 13 root's, mounted in: the same
-/// script made it there, for the same kernel.
-fn dkms_install(root: &Path, debian_root: &Path, certs: &crate::kmod::Embedded) -> Result {
-    let version = dkms::VERSION;
-    dkms::stage(&root.join(debian_kernel::source_dir().trim_start_matches('/')), certs)?;
-    let release = debian_kernel::RELEASE;
-    let cache = debian_root.join(KBUILD_CACHE);
-    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-    chroot::run_in_with_bind(
-        root,
-        &cache,
-        KBUILD_CACHE,
-        // The copy carries the Debian 13 root's own DKMS state (`dkms build` of an earlier tree).
-        &format!("dkms remove elfsig/{version} --all >/dev/null 2>&1; {}", dkms_install_command()),
-    )?;
-    let _ = fs::remove_dir(root.join(KBUILD_CACHE));
-    let installed = root.join(format!("usr/lib/modules/{release}/updates/dkms"));
-    let found = fs::read_dir(&installed)
-        .map_err(|e| format!("dkms install left no {}: {e}", installed.display()))?
-        .filter_map(|e| e.ok())
-        .any(|e| e.file_name().to_string_lossy().starts_with("elfsig.ko"));
-    if !found {
-        return Err(format!("dkms install reported success but installed no elfsig module in {}", installed.display()));
-    }
-    Ok(())
+/// What builds modules, which an enforced host does without (its module comes built and
+/// signed from the archive): DKMS, the compilers (and, with them, the kernel's headers, which
+/// depend on its gcc), the kernel's source; what they alone pulled in goes with them.
+const BUILD_TOOLS: &[&str] =
+    &["dkms", "rustc", "rust-src", "bindgen", "libclang-dev", "gcc-14", "cpp-14", "linux-source-7.2"];
+
+/// Removes [`BUILD_TOOLS`] from the system `root`.
+fn remove_build_tools(root: &Path) -> Result {
+    chroot::run_in(root, &format!("apt-get -qq -y purge --auto-remove {} >/dev/null", BUILD_TOOLS.join(" ")))
 }
 
-/// Installs elfsig's tools and early-boot hooks into the system as an administrator would.
+/// What the system has besides elfsig's packages: a file capability, the module's parameters
+/// of the unsigned system, the checks.
 fn install(root: &Path, parts: &Parts<'_>, variant: Variant<'_>) -> Result {
-    copy(parts.elfsig, &root.join("usr/bin/elfsig"), 0o755)?;
-    copy(parts.guard, &root.join("usr/sbin/elfsig-guard"), 0o755)?;
     // A file capability to keep through signing and the image (Debian 12's ping had this one;
     // Debian 13's relies on ping_group_range instead).
     chroot::run_in(root, "setcap cap_net_raw+ep /usr/bin/ping")?;
 
-    // Early boot: kmod/boot/, as README tells an administrator to install it.
-    let boot = paths::root().join("kmod/boot");
-    let tools = root.join("etc/initramfs-tools");
-    copy(&boot.join("initramfs-tools/hooks/elfsig"), &tools.join("hooks/elfsig"), 0o755)?;
-    copy(&boot.join("initramfs-tools/scripts/init-top/elfsig"), &tools.join("scripts/init-top/elfsig"), 0o755)?;
-    let dracut = root.join("usr/lib/dracut/modules.d/90elfsig");
-    for file in ["module-setup.sh", "elfsig-load.sh"] {
-        copy(&boot.join("dracut/90elfsig").join(file), &dracut.join(file), 0o755)?;
+    // The elfsig package's parameters (lock=1), permissive in the unsigned system, which lists
+    // what is left to sign.
+    if let Variant::Unsigned = variant {
+        write(&root.join("etc/modprobe.d/elfsig.conf"), "options elfsig mode=permissive\n")?;
     }
-    copy(&boot.join("dracut/90-elfsig.conf"), &root.join("etc/dracut.conf.d/90-elfsig.conf"), 0o644)?;
-    let modprobe = root.join("etc/modprobe.d/elfsig.conf");
-    match variant {
-        Variant::Signed(_) => copy(&boot.join("modprobe.d/elfsig.conf"), &modprobe, 0o644)?,
-        Variant::Unsigned => write(&modprobe, "options elfsig mode=permissive\n")?,
-    }
-    // The unit for hosts that load the module later, enabled as README says: where the
-    // initramfs loaded it already, it must succeed and change nothing.
     let units = root.join("etc/systemd/system");
-    copy(&boot.join("systemd/elfsig.service"), &units.join("elfsig.service"), 0o644)?;
-    symlink("../elfsig.service", &units.join("sysinit.target.wants/elfsig.service"))?;
-
     // The checks, once the system is up; they report on the serial console.
     copy(parts.guest, &root.join(CHECK_PROGRAM), 0o755)?;
     write(
@@ -227,9 +185,11 @@ fn dracut_initramfs(root: &Path, release: &str, out: &Path) -> Result<PathBuf> {
     Ok(out.to_owned())
 }
 
-/// Both early-boot hooks fail the initramfs build for a kernel that has no elfsig module,
-/// saying so, and make no initramfs (a second kernel release is installed without the module);
-/// dracut's also refuses to strip the signed programs it would copy in (`--strip`).
+/// The elfsig package's kernel hook fails a kernel's installation when the kernel has no elfsig
+/// module, and both early-boot hooks fail its initramfs build, each naming the package to
+/// install, and make no initramfs (a second kernel release is installed without the module);
+/// dracut's also refuses to strip the signed programs it would copy in (`--strip`). The kernel
+/// hook passes Debian's kernel, which has its module.
 fn hooks_refuse_a_kernel_without_the_module(root: &Path, release: &str) -> Result {
     let without = "7.2.0-without-elfsig";
     let modules = root.join("usr/lib/modules").join(without);
@@ -239,16 +199,18 @@ fn hooks_refuse_a_kernel_without_the_module(root: &Path, release: &str) -> Resul
     }
     copy(&kernel.join("config"), &root.join(format!("boot/config-{without}")), 0o644)?;
     Cmd::new("depmod").arg("-b").arg(root).arg(without).run()?;
-    let no_module = format!("no elfsig module for kernel {without}");
+    let no_module = format!(
+        "no elfsig module for kernel {without}: install {}{without}",
+        elfsig_guest::image::MODULES_PACKAGE_PREFIX
+    );
+    let kernel_hook = |kernel: &str| format!("/usr/share/kernel/postinst.d/00-elfsig {kernel} /boot/vmlinuz-{kernel}");
+    chroot::run_in(root, &kernel_hook(release))?;
     let dracut = |options: &str, kernel: &str| {
         format!("dracut --force --no-hostonly {options} --add elfsig --kver {kernel} /boot/refused.img {kernel}")
     };
     for (what, build, says) in [
-        (
-            "mkinitramfs, a kernel without the module",
-            format!("mkinitramfs -o /boot/refused.img {without}"),
-            &no_module[..],
-        ),
+        ("the kernel hook, a kernel without the module", kernel_hook(without), &no_module[..]),
+        ("mkinitramfs, a kernel without the module", format!("mkinitramfs -o /boot/refused.img {without}"), &no_module),
         ("dracut, a kernel without the module", dracut("", without), &no_module),
         ("dracut --strip", dracut("--strip", release), "would strip the signed programs"),
     ] {
@@ -330,12 +292,18 @@ mod tests {
     use super::*;
 
     /// README tells a user to run the commands the image is made with: the packages of the
-    /// Debian 13 root, the module's installation, the initramfs.
+    /// Debian 13 root (the pipeline's build root), elfsig's packages, the initramfs.
     #[test]
     fn readme_runs_what_the_image_is_made_with() {
         let readme = include_str!("../../../README.md");
         let [kernel, build] = debian_kernel::readme_install_commands();
-        for command in [kernel, build, dkms_install_command(), update_initramfs()] {
+        // A host's, from the archive (the system pins the version: the archive has two).
+        let elfsig = format!(
+            "apt install {} {}$(uname -r)",
+            elfsig_guest::image::ELFSIG_PACKAGE,
+            elfsig_guest::image::MODULES_PACKAGE_PREFIX
+        );
+        for command in [kernel, build, elfsig, update_initramfs()] {
             // The command exactly, its comment aside.
             let said = |l: &str| l.split('#').next().map(str::trim) == Some(command.as_str());
             assert!(readme.lines().any(said), "README.md does not run {command:?}");

@@ -14,9 +14,8 @@ use elfsig_guest::image::{
     DISTRO_REVOKED_LATER,
 };
 
-use super::files::{copy, parent_made, write};
+use super::files::{copy, package_built, parent_made, write, write_script};
 use crate::Result;
-use crate::cmd::Cmd;
 use crate::keys::KeyPair;
 
 /// The programs the policies revoke, signed, and the image's policy.
@@ -86,18 +85,15 @@ fn package(tree: &Path, policy: &Path, packages: &Path) -> Result {
     )?;
     // Loaded at once when the module is there (a host booted with elfsig=off has none); the
     // initramfs, which loads it at every boot, rebuilt by initramfs-tools' trigger.
-    write(
+    write_script(
         &control.join("postinst"),
         &format!(
             "#!/bin/sh\nset -e\nif [ \"$1\" = configure ] && [ -d /sys/kernel/security/elfsig ]; then\n\
              \telfsig -q policy load {DISTRO_POLICY}\nfi\n"
         ),
     )?;
-    fs::set_permissions(control.join("postinst"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .map_err(|e| format!("cannot chmod the postinst: {e}"))?;
     write(&control.join("triggers"), "activate-noawait update-initramfs\n")?;
-    Cmd::new("dpkg-deb").args(["--root-owner-group", "--build", "-Zxz"]).arg(tree).arg(packages).run()?;
-    fs::remove_dir_all(tree).map_err(|e| format!("cannot remove {}: {e}", tree.display()))
+    package_built(tree, packages)
 }
 
 /// Puts the programs and the first policy into the system `root`.

@@ -1,10 +1,10 @@
 //! Secure Boot for the signed Debian 13 system: the chain a Debian host with Secure Boot boots
 //! through, UEFI firmware holding Microsoft's keys (OVMF's `OVMF_VARS_4M.ms.fd`), Debian's shim
-//! signed by Microsoft, Debian's grub and kernel signed by Debian, and the module that DKMS
-//! built and signed with its MOK key (`/var/lib/dkms/mok.pub`), which the kernel, locked down
+//! signed by Microsoft, Debian's grub and kernel signed by Debian, and the module that the
+//! pipeline built and signed with its MOK key (`packages.rs`), which the kernel, locked down
 //! by Secure Boot, loads only because the firmware's MOK list holds that key.
 //!
-//! On a host the MOK list gets the key through `mokutil --import /var/lib/dkms/mok.pub` and
+//! On a host the MOK list gets the key through `mokutil --import mok.der` and
 //! MokManager's screen at the next boot, which asks for a password at the console. Here the
 //! key is written into a copy of the firmware's variables instead (`virt-fw-vars --add-mok`,
 //! run inside the system), which is what MokManager stores: shim finds it in `MokList` and
@@ -47,8 +47,8 @@ pub struct Firmware {
 }
 
 /// Takes what the firmware needs from the system's root, `root`, before it becomes an image: its
-/// shim and grub, and OVMF's variables with its DKMS MOK key enrolled; into `dir`.
-pub fn prepare(root: &Path, dir: &Path, name: &str) -> Result<Firmware> {
+/// shim and grub, and OVMF's variables with the MOK certificate `mok` (DER) enrolled; into `dir`.
+pub fn prepare(root: &Path, dir: &Path, name: &str, mok: &Path) -> Result<Firmware> {
     let mut files = Vec::new();
     for (from, to) in ESP_FILES {
         let copy = dir.join(format!("{name}-{}", to.rsplit('/').next().unwrap_or(to)));
@@ -59,41 +59,58 @@ pub fn prepare(root: &Path, dir: &Path, name: &str) -> Result<Firmware> {
     // OVMF variables inside it, removed after.
     let inside = root.join("tmp/elfsig-ovmf-vars.fd");
     fs::copy(OVMF_VARS, &inside).map_err(|e| format!("cannot copy {OVMF_VARS}: {e}"))?;
+    let cert = root.join("tmp/elfsig-mok.der");
+    fs::copy(mok, &cert).map_err(|e| format!("cannot copy {}: {e}", mok.display()))?;
     let enrolled = root.join("tmp/elfsig-ovmf-vars-mok.fd");
     let result = chroot::run_in(
         root,
         &format!(
             "virt-fw-vars --input /tmp/elfsig-ovmf-vars.fd --output /tmp/elfsig-ovmf-vars-mok.fd \
-             --add-mok {SHIM_GUID} /var/lib/dkms/mok.pub >/dev/null"
+             --add-mok {SHIM_GUID} /tmp/elfsig-mok.der >/dev/null"
         ),
     );
     let vars = dir.join(format!("{name}-ovmf-vars.fd"));
     let moved = result.and_then(|()| fs::copy(&enrolled, &vars).map_err(|e| format!("cannot copy the variables: {e}")));
-    for file in [inside, enrolled] {
+    for file in [inside, enrolled, cert] {
         let _ = fs::remove_file(file);
     }
     moved?;
     Ok(Firmware { vars, files })
 }
 
-/// A boot's firmware variables and ESP disk, in `dir` under `label`: grub boots the system's
-/// kernel and initramfs from the root file system (`fs_uuid`) with the kernel command line
-/// every boot has, then `append`.
+/// What the boot loader starts.
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a> {
+    /// The system's kernel and initramfs (Debian's 7.2), with the kernel command line every
+    /// boot has, then these words.
+    Kernel(&'a str),
+    /// The first entry of the system's own boot menu (`/boot/grub/grub.cfg`, which
+    /// `update-grub` wrote in the system), as grub on a Debian host does.
+    Menu,
+}
+
+/// A boot's firmware variables and ESP disk, in `dir` under `label`: grub, from the root file
+/// system `fs_uuid`, starts `start`.
 pub fn boot_disks(
     firmware: &Firmware,
     dir: &Path,
     label: &str,
     fs_uuid: &str,
-    append: &str,
+    start: Start<'_>,
 ) -> Result<(PathBuf, PathBuf)> {
     let vars = dir.join(format!("{label}-ovmf-vars.fd"));
     fs::copy(&firmware.vars, &vars).map_err(|e| format!("cannot copy {}: {e}", firmware.vars.display()))?;
     let release = debian_kernel::RELEASE;
-    let config = format!(
-        "set timeout=0\nsearch --no-floppy --fs-uuid --set=root {fs_uuid}\n\
-         linux /boot/vmlinuz-{release} {}\ninitrd /boot/initrd.img-{release}\nboot\n",
-        qemu::command_line(append)
-    );
+    let find_root = format!("search --no-floppy --fs-uuid --set=root {fs_uuid}\n");
+    let config = match start {
+        Start::Kernel(append) => format!(
+            "set timeout=0\n{find_root}linux /boot/vmlinuz-{release} {}\ninitrd /boot/initrd.img-{release}\nboot\n",
+            qemu::command_line(append)
+        ),
+        Start::Menu => {
+            format!("set timeout=0\n{find_root}set prefix=($root)/boot/grub\nconfigfile /boot/grub/grub.cfg\n")
+        }
+    };
     let config_file = dir.join(format!("{label}-grub.cfg"));
     fs::write(&config_file, config).map_err(|e| format!("cannot write {}: {e}", config_file.display()))?;
 

@@ -4,7 +4,8 @@
 # starts (elfsig-load.sh), so that everything the root file system runs is verified.
 #
 # A kernel without the module fails the initramfs build rather than boot a host that is meant
-# to refuse unsigned code without it: build it first (`dkms install elfsig`).
+# to refuse unsigned code without it: install its package first (elfsig-modules-VERSION), or
+# build it (`dkms install elfsig`).
 
 check() {
     return 0
@@ -23,7 +24,7 @@ installkernel() {
         return 1
     fi
     if ! hostonly='' instmods -c elfsig; then
-        derror "elfsig: no elfsig module for kernel $kernel; build it (dkms install elfsig/VERSION -k $kernel)"
+        derror "elfsig: no elfsig module for kernel $kernel: install elfsig-modules-$kernel, or build it (dkms install elfsig/VERSION -k $kernel)"
         return 1
     fi
 }
