@@ -130,11 +130,12 @@ pub fn test() -> Result {
     let with_dracut = format!("{check}dracut");
     // initramfs-tools' the way a Debian host with Secure Boot boots: through the firmware, shim
     // and grub, which start the kernel and initramfs in the image's /boot. That boot also
-    // upgrades the system from its signed archive, on a disk of its own that keeps what it
-    // wrote (a qcow2 overlay of the image), for the boot after: the same chain then starts the
-    // initramfs the upgrade rebuilt. Meanwhile dracut's boot checks what building on the host
-    // meets (a module build's helpers, an initramfs rebuild under loader deny): the upgrade is
-    // the longest part of the run, and those need none of it.
+    // upgrades the system from its signed archive (elfsig among it) and updates its kernel, on
+    // a disk of its own that keeps what it wrote (a qcow2 overlay of the image), for the boot
+    // after: the same chain then starts the new kernel through the boot menu the update wrote.
+    // Meanwhile dracut's boot checks what building on the host meets (no compiler, an initramfs
+    // rebuild under loader deny): the upgrade is the longest part of the run, and those need
+    // none of it.
     let firmware = signed.firmware.as_ref().ok_or("no firmware for Secure Boot")?;
     let dir = paths::target().join("distro");
     let kept = dir.join("distro-upgrade.qcow2");
@@ -150,8 +151,8 @@ pub fn test() -> Result {
     let mut secure = system_boot(&signed, &signed.initrd, "distro-enforce", &upgrading);
     secure.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars: &vars, esp: &esp });
     secure.disk = Some(qemu::Disk::Kept(&kept));
-    // apt, the initramfs rebuilt and every file verified, under emulation.
-    secure.timeout_secs = 2400;
+    // apt, initramfs rebuilds, a kernel installed and every file verified, under emulation.
+    secure.timeout_secs = 3000;
     let boots = [secure, system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut)];
     // The unsigned image is made meanwhile, on what the two guests leave of the CPUs (they wait
     // on timers and devices in their early boot).

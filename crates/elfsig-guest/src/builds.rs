@@ -32,7 +32,7 @@ pub(crate) fn builds(suite: &mut Suite<'_>) {
 }
 
 /// What builds modules, none of which an enforced host has.
-const BUILD_TOOLS: [&str; 6] = ["dkms", "gcc", "cc", "c++", "rustc", "clang"];
+const BUILD_TOOLS: [&str; 8] = ["dkms", "gcc", "cc", "c++", "rustc", "clang", "as", "ld"];
 
 /// The host has none of [`BUILD_TOOLS`]; the module loaded is the file of the package
 /// `elfsig-modules-RELEASE` at the system's version, uncompressed, and says that version.

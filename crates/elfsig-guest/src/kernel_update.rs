@@ -80,6 +80,17 @@ pub(crate) fn update(suite: &mut Suite<'_>) {
             ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
         },
     );
+    suite.case("a module's package rebuilds its own kernel's initramfs, not only the newest kernel's", || {
+        // initramfs-tools' trigger would rebuild the newest only (the update's, now).
+        let [older, newest] = [DISTRO_KERNEL, DISTRO_KERNEL_UPDATE].map(|r| format!("sha256sum /boot/initrd.img-{r}"));
+        let (_, older_before) = run(&older)?;
+        let (_, newest_before) = run(&newest)?;
+        succeeds(&apt(&format!("install --reinstall {MODULES_PACKAGE_PREFIX}{DISTRO_KERNEL}")))?;
+        let (_, older_after) = run(&older)?;
+        let (_, newest_after) = run(&newest)?;
+        ensure(older_after != older_before, || format!("{DISTRO_KERNEL}'s initramfs was not rebuilt"))?;
+        ensure(newest_after == newest_before, || format!("{DISTRO_KERNEL_UPDATE}'s initramfs was rebuilt too"))
+    });
 }
 
 /// The cases of the boot after, in the update's kernel.
@@ -112,6 +123,8 @@ pub(crate) fn updated(suite: &mut Suite<'_>) {
 /// this boot's, its root given by the menu (by UUID) and its checks those of the boot after.
 fn next_command_line() -> Outcome {
     let cmdline = std::fs::read_to_string("/proc/cmdline").context("/proc/cmdline")?;
+    // grub's scripts source the file: nothing there may be read as shell.
+    ensure(!cmdline.contains(['"', '$', '`', '\\']), || format!("a command line grub cannot take: {cmdline}"))?;
     let words: Vec<String> =
         cmdline
             .split_whitespace()

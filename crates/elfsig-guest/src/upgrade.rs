@@ -4,8 +4,9 @@
 //! `apt-get install` from the archive of re-signed packages run their maintainer scripts and
 //! triggers (the initramfs rebuilt among them) without a single refusal, and leave the system
 //! whole; among the packages, a newer elfsig (its module, tools and hooks), installed while the
-//! older module is loaded and locked. The next boot (`elfsig_upgrade=upgraded`) starts from the
-//! initramfs the upgrade made, with the newer module in it.
+//! older module is loaded and locked. The next boot (`elfsig_upgrade=upgraded`), into the kernel
+//! update that follows (`kernel_update.rs`), runs the newer module, and finds the initramfs of
+//! the kernel the system was made with rebuilt by the upgrade.
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ use elfsig_control::Mode;
 use elfsig_guest::debian::{apt, booted, initramfs, module_state, run, succeeds, tail, upgrade_steps};
 use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
-    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, DISTRO_POLICY,
+    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, DISTRO_KERNEL, DISTRO_POLICY,
     DISTRO_POLICY_PACKAGE, DISTRO_POLICY_PACKAGED_SERIAL, DISTRO_REVOKED, DISTRO_REVOKED_LATER, ELFSIG_PACKAGE,
     ELFSIG_UPGRADE_SUFFIX, ELFSIG_VERSION, GATE_CERTS, MODULES_PACKAGE_PREFIX, OTHER_ARCHIVE,
 };
@@ -172,16 +173,19 @@ fn policy_serial_is(serial: u64) -> Outcome {
 pub(crate) fn upgraded(suite: &mut Suite<'_>) {
     suite.case("the upgraded system booted: systemd reached its default target, no unit failed", booted);
     suite.case(
-        "from the initramfs the upgrade rebuilt, which loaded the module: enforcing, locked, guard active",
+        "from an initramfs made since the upgrade, which loaded the module: enforcing, locked, guard active",
         || {
             let by = std::fs::read_to_string("/run/elfsig-initramfs").context("/run/elfsig-initramfs")?;
             ensure(by.trim() == "initramfs-tools", || format!("the module was loaded by {:?}", by.trim()))?;
             module_state(Mode::Enforce, true)?;
-            let initramfs = initramfs()?;
-            let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
+            // The initramfs the system was made with (its kernel's) was rebuilt by the upgrade.
+            let made_with = format!("/boot/initrd.img-{DISTRO_KERNEL}");
+            let (_, digest) = run(&format!("sha256sum {made_with}"))?;
             let before = std::fs::read_to_string(BEFORE).context(BEFORE)?;
-            ensure(digest != before, || "booted from the initramfs of before the upgrade".into())?;
-            // The rebuilt package's programs are in it, and they are the signed ones installed.
+            ensure(digest != before, || format!("the upgrade left {made_with} as it was"))?;
+            // The rebuilt package's programs are in the one that booted, and they are the signed
+            // ones installed.
+            let initramfs = initramfs()?;
             let unpacked = "/tmp/elfsig-initramfs";
             succeeds(&format!("rm -rf {unpacked} && unmkinitramfs {initramfs} {unpacked}"))?;
             let (_, found) = run(&format!("find {unpacked} -path '*/usr/bin/kmod'"))?;

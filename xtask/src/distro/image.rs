@@ -135,10 +135,21 @@ fn update_initramfs() -> String {
 const KBUILD_CACHE: &str = "var/cache/elfsig";
 
 /// What builds modules, which an enforced host does without (its module comes built and
-/// signed from the archive): DKMS, the compilers (and, with them, the kernel's headers, which
-/// depend on its gcc), the kernel's source; what they alone pulled in goes with them.
-const BUILD_TOOLS: &[&str] =
-    &["dkms", "rustc", "rust-src", "bindgen", "libclang-dev", "gcc-14", "cpp-14", "linux-source-7.2"];
+/// signed from the archive): DKMS, the compilers, the assembler and linker (and, with them, the
+/// kernels' headers, which depend on their gcc), the kernels' sources; what they alone pulled
+/// in goes with them.
+const BUILD_TOOLS: &[&str] = &[
+    "dkms",
+    "rustc",
+    "rust-src",
+    "bindgen",
+    "libclang-dev",
+    "gcc-14",
+    "cpp-14",
+    "binutils",
+    "linux-source-7.2",
+    "linux-source-7.3",
+];
 
 /// Removes [`BUILD_TOOLS`] from the system `root`.
 fn remove_build_tools(root: &Path) -> Result {

@@ -148,6 +148,7 @@ fn elfsig_package(tree: &Path, contents: &Contents<'_>, version: &str, packages:
         &format!(
             "Package: {ELFSIG_PACKAGE}\nVersion: {version}\nArchitecture: amd64\n\
              Maintainer: elfsig tests <elfsig@example.invalid>\n\
+             Depends: kmod, initramfs-tools | dracut-core\n\
              Description: ELF code signing: the tools and the early-boot hooks\n \
              elfsig signs ELF files and checks them; its module (elfsig-modules-RELEASE, one for\n \
              each kernel) refuses unsigned code. This package puts the module and its mapping\n \
@@ -179,13 +180,13 @@ fn modules_package_made(tree: &Path, ko: &Path, release: &str, version: &str, pa
     )?;
     // modules.dep, for modprobe and the initramfs, after the module comes and goes; and that
     // kernel's initramfs, which takes the module, rebuilt (no trigger here: initramfs-tools'
-    // rebuilds only the newest kernel's) unless it was built after the module was unpacked, as
-    // the kernel's own installation beside this package builds it.
+    // rebuilds only the newest kernel's) unless it was built after the module was unpacked
+    // (both change times), as the kernel's own installation beside this package builds it.
     let depmod = format!("if [ -d /usr/lib/modules/{release} ]; then\n\tdepmod -a {release}\nfi\n");
     let initramfs = format!(
         "initrd=/boot/initrd.img-{release}\n\
          if [ \"$1\" = configure ] && [ -e \"$initrd\" ] && command -v update-initramfs >/dev/null &&\n\
-         \t[ -z \"$(find \"$initrd\" -cnewer /usr/lib/modules/{release}/updates/elfsig.ko)\" ]; then\n\
+         \t[ -z \"$(find \"$initrd\" -newercc /usr/lib/modules/{release}/updates/elfsig.ko)\" ]; then\n\
          \tupdate-initramfs -u -k {release}\nfi\n"
     );
     write_script(&control.join("postinst"), &format!("#!/bin/sh\nset -e\n{depmod}{initramfs}"))?;
