@@ -12,7 +12,8 @@ use elfsig_control::Mode;
 use elfsig_guest::debian::{self, WORKLOAD, booted, module_state, run_case, sh, shell_runs, system_state};
 use elfsig_guest::harness::{self, Context, Stats, Suite, ensure};
 use elfsig_guest::image::{
-    DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_POLICY_SERIAL, DISTRO_REVOKED, DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN,
+    DISTRO_CHECK, DISTRO_INITRAMFS, DISTRO_KERNEL, DISTRO_KERNEL_UPDATE, DISTRO_POLICY_SERIAL, DISTRO_REVOKED,
+    DISTRO_SECURE_BOOT, DISTRO_UPGRADE, TO_SIGN,
 };
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
@@ -29,7 +30,8 @@ const LIBZ: &str = "/usr/lib/x86_64-linux-gnu/libz.so.1";
 pub(crate) fn run() {
     match (elfsig_guest::cmdline(DISTRO_CHECK).as_deref(), elfsig_guest::cmdline(DISTRO_UPGRADE).as_deref()) {
         (Some("discover"), _) => discover(),
-        (_, Some("upgraded")) => upgraded(),
+        (_, Some("upgraded")) => rebooted(DISTRO_KERNEL_UPDATE),
+        (_, Some("older")) => rebooted(DISTRO_KERNEL),
         _ => enforce(),
     }
     debian::end();
@@ -236,12 +238,13 @@ fn enforce() {
     suite.run("elfsig: the signed Debian system under enforce");
 }
 
-/// The boot after the upgrade and the kernel update, into the new kernel.
-fn upgraded() {
+/// A boot after the upgrade and the kernel update: into the new kernel (through the boot menu),
+/// or into the one the system was made with, `release`.
+fn rebooted(release: &str) {
     let mut suite = Suite::default();
     upgrade::upgraded(&mut suite);
-    kernel_update::updated(&mut suite);
-    suite.run("elfsig: the Debian system after its upgrade, rebooted into the kernel update");
+    kernel_update::rebooted(&mut suite, release);
+    suite.run(&format!("elfsig: the Debian system after its upgrade, rebooted into {release}"));
 }
 
 /// The unsigned system in permissive mode: what would have been refused.

@@ -72,10 +72,16 @@ impl Disk<'_> {
 /// Makes `overlay`, a qcow2 file over the raw `image` that takes a [`Disk::Kept`]'s writes
 /// (qemu-img, from qemu-utils: in `vm::VM_PACKAGES`).
 pub fn overlay(image: &Path, overlay: &Path) -> Result {
+    overlay_of(image, "raw", overlay)
+}
+
+/// As [`overlay`], over `image` in `format` (`raw`, or `qcow2` for an overlay of an overlay,
+/// which must not be written to while this one is in use).
+pub fn overlay_of(image: &Path, format: &str, overlay: &Path) -> Result {
     let _ = std::fs::remove_file(overlay);
     let image = image.canonicalize().map_err(|e| format!("cannot find {}: {e}", image.display()))?;
     crate::cmd::Cmd::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+        .args(["create", "-q", "-f", "qcow2", "-F", format, "-b"])
         .arg(image)
         .arg(overlay)
         .run()
