@@ -86,8 +86,8 @@ pub(super) fn section(md: &mut String, all: &Results, native: &Native, accel: &s
     let _ = writeln!(
         md,
         "## boot: the signed Debian system, booted\n\n\
-         The Debian 13 system of `cargo xtask distro` (systemd, udev, python3, sudo, ssh, DKMS and its \
-         toolchain, ...), every ELF file signed by `elfsig sign --recursive`, and every ELF and executable \
+         The Debian 13 system of `cargo xtask distro` (systemd, udev, python3, sudo, ssh, elfsig and \
+         its module from their packages, no compiler, ...), every ELF file signed by `elfsig sign --recursive`, and every ELF and executable \
          file by evmctl for IMA, one image booted on its own kernel (Debian's 7.2) {runs} times in each \
          configuration, interleaved (two VMs of 1 vCPU side by \
          side, each booting all three in rotating order per run): `baseline` (`elfsig=off`: the module not \
