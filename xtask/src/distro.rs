@@ -188,15 +188,24 @@ pub fn test() -> Result {
             {
                 let overlay = dir.join(format!("{label}.qcow2"));
                 qemu::overlay_of(&kept, "qcow2", &overlay)?;
-                made.push((label, overlay, secure_boot::boot_disks(firmware, &dir, label, ext4::FS_UUID, start)?));
+                made.push((
+                    label,
+                    start,
+                    overlay,
+                    secure_boot::boot_disks(firmware, &dir, label, ext4::FS_UUID, start)?,
+                ));
             }
             made
         }
         Err(_) => Vec::new(),
     };
-    for (label, overlay, (vars, esp)) in &rebooted {
-        // The menu's kernel, initramfs and command line, or the older kernel's with its own.
-        let append = if *label == "distro-older" { older.as_str() } else { "" };
+    for (label, start, overlay, (vars, esp)) in &rebooted {
+        // The menu's kernel, initramfs and command line, or the older kernel's with its own
+        // (for the log: the firmware's boot loader starts the kernel).
+        let append = match start {
+            secure_boot::Start::Kernel(append) => append,
+            secure_boot::Start::Menu => "",
+        };
         let mut boot = system_boot(&signed, &signed.initrd, label, append);
         boot.uefi = Some(qemu::Uefi { code: secure_boot::code(), vars, esp });
         boot.disk = Some(qemu::Disk::Kept(overlay));

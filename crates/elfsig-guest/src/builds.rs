@@ -6,7 +6,7 @@
 
 use elfsig_guest::debian::{initramfs, run, succeeds, tail};
 use elfsig_guest::harness::{Context, Outcome, Suite, ensure};
-use elfsig_guest::image::{ELFSIG_VERSION, MODULES_PACKAGE_PREFIX};
+use elfsig_guest::image::{ELFSIG_VERSION, modules_package};
 
 /// The cases, after the signed system's own; the last locks the loader policy to deny.
 pub(crate) fn builds(suite: &mut Suite<'_>) {
@@ -43,7 +43,7 @@ fn module_from_its_package() -> Outcome {
     }
     let (_, release) = run("uname -r")?;
     let release = release.trim();
-    let package = format!("{MODULES_PACKAGE_PREFIX}{release}");
+    let package = modules_package(release);
     let (_, file) = run("modinfo -F filename elfsig")?;
     let packaged = format!("/modules/{release}/updates/elfsig.ko");
     ensure(file.trim().ends_with(&packaged), || format!("modprobe finds the module in {}", file.trim()))?;

@@ -201,6 +201,16 @@ pub const ELFSIG_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The suffix of the newer elfsig's version, which the archive carries beside the one the
 /// Debian system is made with: the upgrade installs it while the older module is loaded.
 pub const ELFSIG_UPGRADE_SUFFIX: &str = "+1";
+
+/// The newer elfsig's version ([`ELFSIG_UPGRADE_SUFFIX`]).
+pub fn elfsig_upgrade_version() -> String {
+    format!("{ELFSIG_VERSION}{ELFSIG_UPGRADE_SUFFIX}")
+}
+
+/// The name of the package of elfsig's module for the kernel `release`.
+pub fn modules_package(release: &str) -> String {
+    format!("{MODULES_PACKAGE_PREFIX}{release}")
+}
 /// The certificates the Debian system's package gate trusts (`apt/`).
 pub const GATE_CERTS: &str = "/etc/elfsig/trusted.pem";
 /// The Debian system's package gate in APT (`apt/apt.conf.d/80elfsig`).

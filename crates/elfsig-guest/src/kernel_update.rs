@@ -13,10 +13,11 @@ use std::path::Path;
 use elfsig_guest::debian::{apt, run, succeeds, tail};
 use elfsig_guest::harness::{Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
-    DISTRO_KERNEL, DISTRO_KERNEL_UPDATE, DISTRO_NEXT_CMDLINE, DISTRO_POLICY, DISTRO_UPGRADE, MODULES_PACKAGE_PREFIX,
+    DISTRO_KERNEL, DISTRO_KERNEL_UPDATE, DISTRO_NEXT_CMDLINE, DISTRO_POLICY, DISTRO_UPGRADE, elfsig_upgrade_version,
+    modules_package,
 };
 
-use crate::upgrade::{initramfs_module_version, newer_version, refusals};
+use crate::upgrade::{initramfs_module_version, refusing_nothing};
 
 /// The boot menu `update-grub` writes.
 const MENU: &str = "/boot/grub/grub.cfg";
@@ -25,60 +26,58 @@ const MENU: &str = "/boot/grub/grub.cfg";
 pub(crate) fn update(suite: &mut Suite<'_>) {
     suite.case("the boot menu: update-grub writes it under enforce, starting the running kernel", || {
         next_command_line()?;
-        let before = refusals()?;
-        // /boot/grub is grub-install's to make, which this system's boot (the ESP made on
-        // the host) did without.
-        succeeds("mkdir -p /boot/grub && update-grub")?;
-        let first = first_kernel()?;
-        ensure(first == DISTRO_KERNEL, || format!("the boot menu starts {first}"))?;
-        let after = refusals()?;
-        ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
+        refusing_nothing(|| {
+            // /boot/grub is grub-install's to make, which this system's boot (the ESP made on
+            // the host) did without.
+            succeeds("mkdir -p /boot/grub && update-grub")?;
+            let first = first_kernel()?;
+            ensure(first == DISTRO_KERNEL, || format!("the boot menu starts {first}"))
+        })
     });
     suite.case(
         "a kernel without its module: its installation fails, naming the package; /boot and the boot menu stay",
         || {
-            let before = refusals()?;
-            let (_, menu) = run(&format!("sha256sum {MENU}"))?;
-            let (ok, output) = run(&apt(&format!("install linux-image-{DISTRO_KERNEL_UPDATE}")))?;
-            let says = format!("install {MODULES_PACKAGE_PREFIX}{DISTRO_KERNEL_UPDATE}");
-            ensure(!ok && output.contains(&says), || {
-                format!("apt-get install of the kernel alone (exit ok: {ok}), expected {says:?}: {}", tail(&output))
-            })?;
-            for file in
-                [format!("/boot/vmlinuz-{DISTRO_KERNEL_UPDATE}"), format!("/boot/initrd.img-{DISTRO_KERNEL_UPDATE}")]
-            {
-                ensure(!Path::new(&file).exists(), || format!("{file} was made"))?;
-            }
-            let (_, after) = run(&format!("sha256sum {MENU}"))?;
-            ensure(after == menu, || "the boot menu changed".into())?;
-            let (state, failed) = elfsig_guest::debian::system_state()?;
-            ensure(state == "running" && failed.is_empty(), || format!("systemd says {state:?}; failed: {failed}"))?;
-            let now = refusals()?;
-            ensure(now == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {now:?}"))
+            refusing_nothing(|| {
+                let (_, menu) = run(&format!("sha256sum {MENU}"))?;
+                let (ok, output) = run(&apt(&format!("install linux-image-{DISTRO_KERNEL_UPDATE}")))?;
+                let says = format!("install {}", modules_package(DISTRO_KERNEL_UPDATE));
+                ensure(!ok && output.contains(&says), || {
+                    format!("apt-get install of the kernel alone (exit ok: {ok}), expected {says:?}: {}", tail(&output))
+                })?;
+                for file in [
+                    format!("/boot/vmlinuz-{DISTRO_KERNEL_UPDATE}"),
+                    format!("/boot/initrd.img-{DISTRO_KERNEL_UPDATE}"),
+                ] {
+                    ensure(!Path::new(&file).exists(), || format!("{file} was made"))?;
+                }
+                let (_, after) = run(&format!("sha256sum {MENU}"))?;
+                ensure(after == menu, || "the boot menu changed".into())?;
+                let (state, failed) = elfsig_guest::debian::system_state()?;
+                ensure(state == "running" && failed.is_empty(), || format!("systemd says {state:?}; failed: {failed}"))
+            })
         },
     );
     suite.case(
         "with its module's package: every postinst and trigger runs, nothing refused, the menu starts the new kernel",
         || {
-            let before = refusals()?;
-            let package = format!("{MODULES_PACKAGE_PREFIX}{DISTRO_KERNEL_UPDATE}");
-            let (ok, output) = run(&apt(&format!("install {package}")))?;
-            elfsig_guest::harness::diagnostic(format_args!("apt-get install {package}: {}", tail(&output)));
-            ensure(ok, || format!("apt-get install {package} failed: {}", tail(&output)))?;
-            let (_, audit) = run("dpkg --audit")?;
-            ensure(audit.trim().is_empty(), || format!("dpkg --audit: {}", tail(&audit)))?;
-            let initramfs = format!("/boot/initrd.img-{DISTRO_KERNEL_UPDATE}");
-            let unpacked = "/tmp/elfsig-initramfs-update";
-            let version = initramfs_module_version(&initramfs, unpacked)?;
-            let newer = newer_version();
-            ensure(version == newer, || format!("the new kernel's initramfs has elfsig {version}, not {newer}"))?;
-            let (_, found) = run(&format!("find {unpacked} -path '*{DISTRO_POLICY}'"))?;
-            let inside = found.lines().next().ok_or("no policy in the new kernel's initramfs")?.to_owned();
-            succeeds(&format!("cmp {inside} {DISTRO_POLICY}"))?;
-            let first = first_kernel()?;
-            ensure(first == DISTRO_KERNEL_UPDATE, || format!("the boot menu starts {first}"))?;
-            let after = refusals()?;
-            ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
+            refusing_nothing(|| {
+                let package = modules_package(DISTRO_KERNEL_UPDATE);
+                let (ok, output) = run(&apt(&format!("install {package}")))?;
+                elfsig_guest::harness::diagnostic(format_args!("apt-get install {package}: {}", tail(&output)));
+                ensure(ok, || format!("apt-get install {package} failed: {}", tail(&output)))?;
+                let (_, audit) = run("dpkg --audit")?;
+                ensure(audit.trim().is_empty(), || format!("dpkg --audit: {}", tail(&audit)))?;
+                let initramfs = format!("/boot/initrd.img-{DISTRO_KERNEL_UPDATE}");
+                let unpacked = "/tmp/elfsig-initramfs-update";
+                let version = initramfs_module_version(&initramfs, unpacked)?;
+                let newer = elfsig_upgrade_version();
+                ensure(version == newer, || format!("the new kernel's initramfs has elfsig {version}, not {newer}"))?;
+                let (_, found) = run(&format!("find {unpacked} -path '*{DISTRO_POLICY}'"))?;
+                let inside = found.lines().next().ok_or("no policy in the new kernel's initramfs")?.to_owned();
+                succeeds(&format!("cmp {inside} {DISTRO_POLICY}"))?;
+                let first = first_kernel()?;
+                ensure(first == DISTRO_KERNEL_UPDATE, || format!("the boot menu starts {first}"))
+            })
         },
     );
     suite.case("a module's package rebuilds its own kernel's initramfs, not only the newest kernel's", || {
@@ -86,7 +85,7 @@ pub(crate) fn update(suite: &mut Suite<'_>) {
         let [older, newest] = [DISTRO_KERNEL, DISTRO_KERNEL_UPDATE].map(|r| format!("sha256sum /boot/initrd.img-{r}"));
         let (_, older_before) = run(&older)?;
         let (_, newest_before) = run(&newest)?;
-        succeeds(&apt(&format!("install --reinstall {MODULES_PACKAGE_PREFIX}{DISTRO_KERNEL}")))?;
+        succeeds(&apt(&format!("install --reinstall {}", modules_package(DISTRO_KERNEL))))?;
         let (_, older_after) = run(&older)?;
         let (_, newest_after) = run(&newest)?;
         ensure(older_after != older_before, || format!("{DISTRO_KERNEL}'s initramfs was not rebuilt"))?;

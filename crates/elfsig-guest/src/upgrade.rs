@@ -16,7 +16,7 @@ use elfsig_guest::harness::{self, Context, Outcome, Suite, ensure};
 use elfsig_guest::image::{
     ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, DISTRO_KERNEL, DISTRO_POLICY,
     DISTRO_POLICY_PACKAGE, DISTRO_POLICY_PACKAGED_SERIAL, DISTRO_REVOKED, DISTRO_REVOKED_LATER, ELFSIG_PACKAGE,
-    ELFSIG_UPGRADE_SUFFIX, ELFSIG_VERSION, GATE_CERTS, MODULES_PACKAGE_PREFIX, OTHER_ARCHIVE,
+    ELFSIG_VERSION, GATE_CERTS, OTHER_ARCHIVE, elfsig_upgrade_version, modules_package,
 };
 
 /// The program of [`ARCHIVE_UNMODIFIED`].
@@ -30,9 +30,13 @@ fn installed(package: &str) -> Result<bool, String> {
     Ok(status.trim() == "install ok installed")
 }
 
-/// The newer elfsig's version, which the upgrade installs.
-pub(crate) fn newer_version() -> String {
-    format!("{ELFSIG_VERSION}{ELFSIG_UPGRADE_SUFFIX}")
+/// Runs `work`, which must refuse nothing: the module's refusal counters and its log lines are
+/// the same after it as before.
+pub(crate) fn refusing_nothing(work: impl FnOnce() -> Outcome) -> Outcome {
+    let before = refusals()?;
+    work()?;
+    let after = refusals()?;
+    ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
 }
 
 /// The loaded module's version.
@@ -43,7 +47,7 @@ fn loaded_version() -> Result<String, String> {
 /// elfsig's packages: `elfsig` and the module's for the running kernel.
 fn elfsig_packages() -> Result<[String; 2], String> {
     let (_, release) = run("uname -r")?;
-    Ok([ELFSIG_PACKAGE.to_owned(), format!("{MODULES_PACKAGE_PREFIX}{}", release.trim())])
+    Ok([ELFSIG_PACKAGE.to_owned(), modules_package(release.trim())])
 }
 
 /// The version of the module in the initramfs `initramfs`, unpacked into `unpacked`.
@@ -111,18 +115,17 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
     suite.case(
         "apt-get upgrade and install from the signed archive: scripts and triggers run, nothing refused",
         move || {
-            let before = refusals()?;
-            let initramfs = initramfs()?;
-            let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
-            std::fs::create_dir_all("/var/lib/elfsig-check").context("mkdir")?;
-            std::fs::write(BEFORE, digest).context(BEFORE)?;
-            let (ok, output) = run(&upgrade)?;
-            harness::diagnostic(format_args!("apt-get upgrade: {}", tail(&output)));
-            ensure(ok, || format!("apt-get upgrade failed: {}", tail(&output)))?;
-            let (ok, output) = run(&install)?;
-            ensure(ok, || format!("apt-get install {ARCHIVE_INSTALLED} failed: {}", tail(&output)))?;
-            let after = refusals()?;
-            ensure(after == before, || format!("refusals (execs, mappings, logged) went from {before:?} to {after:?}"))
+            refusing_nothing(|| {
+                let initramfs = initramfs()?;
+                let (_, digest) = run(&format!("sha256sum {initramfs}"))?;
+                std::fs::create_dir_all("/var/lib/elfsig-check").context("mkdir")?;
+                std::fs::write(BEFORE, digest).context(BEFORE)?;
+                let (ok, output) = run(&upgrade)?;
+                harness::diagnostic(format_args!("apt-get upgrade: {}", tail(&output)));
+                ensure(ok, || format!("apt-get upgrade failed: {}", tail(&output)))?;
+                let (ok, output) = run(&install)?;
+                ensure(ok, || format!("apt-get install {ARCHIVE_INSTALLED} failed: {}", tail(&output)))
+            })
         },
     );
     suite.case("the upgrade installed what it should and left dpkg clean", || {
@@ -139,7 +142,7 @@ pub(crate) fn upgrade(suite: &mut Suite<'_>) {
         ensure(digest != before, || format!("the upgrade did not rebuild {initramfs}"))
     });
     suite.case("elfsig upgraded itself: the newer module in the initramfs, the older one still loaded, locked", || {
-        let newer = newer_version();
+        let newer = elfsig_upgrade_version();
         for package in elfsig_packages()? {
             let (_, version) = run(&format!("dpkg-query -W -f='${{Version}}' {package}"))?;
             ensure(version == newer, || format!("{package} is at {version}, not {newer}"))?;
@@ -194,7 +197,7 @@ pub(crate) fn upgraded(suite: &mut Suite<'_>) {
         },
     );
     suite.case("the newer elfsig runs: its module, as elfsig status says", || {
-        let newer = newer_version();
+        let newer = elfsig_upgrade_version();
         let loaded = loaded_version()?;
         ensure(loaded == newer, || format!("the module loaded says {loaded}, not {newer}"))?;
         let (ok, status) = run("elfsig status")?;

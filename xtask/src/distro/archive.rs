@@ -222,7 +222,7 @@ fn publish(dir: &Path, gnupg: &Path) -> Result {
 pub fn install_elfsig_command(version: &str) -> String {
     format!(
         "apt-get -qq -y install {ELFSIG_PACKAGE}={version} {}={version}",
-        packages::modules_package(crate::debian_kernel::RELEASE)
+        elfsig_guest::image::modules_package(crate::debian_kernel::RELEASE)
     )
 }
 
@@ -233,7 +233,7 @@ pub fn install_unsigned(root: &Path, archives: &Archives) -> Result {
     let inside = root.join("tmp/elfsig-packages");
     fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", inside.display()))?;
     let mut names = Vec::new();
-    for name in [ELFSIG_PACKAGE.to_owned(), packages::modules_package(crate::debian_kernel::RELEASE)] {
+    for name in [ELFSIG_PACKAGE.to_owned(), elfsig_guest::image::modules_package(crate::debian_kernel::RELEASE)] {
         let deb = format!("{name}_{version}_amd64.deb");
         copy(&archives.unsigned.join(&deb), &inside.join(&deb), 0o644)?;
         names.push(format!("/tmp/elfsig-packages/{deb}"));

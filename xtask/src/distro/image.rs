@@ -210,10 +210,8 @@ fn hooks_refuse_a_kernel_without_the_module(root: &Path, release: &str) -> Resul
     }
     copy(&kernel.join("config"), &root.join(format!("boot/config-{without}")), 0o644)?;
     Cmd::new("depmod").arg("-b").arg(root).arg(without).run()?;
-    let no_module = format!(
-        "no elfsig module for kernel {without}: install {}{without}",
-        elfsig_guest::image::MODULES_PACKAGE_PREFIX
-    );
+    let no_module =
+        format!("no elfsig module for kernel {without}: install {}", elfsig_guest::image::modules_package(without));
     let kernel_hook = |kernel: &str| format!("/usr/share/kernel/postinst.d/00-elfsig {kernel} /boot/vmlinuz-{kernel}");
     chroot::run_in(root, &kernel_hook(release))?;
     let dracut = |options: &str, kernel: &str| {

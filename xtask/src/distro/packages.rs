@@ -18,7 +18,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfsig_guest::image::{ELFSIG_PACKAGE, ELFSIG_UPGRADE_SUFFIX, MODULES_PACKAGE_PREFIX};
+use elfsig_guest::image::{ELFSIG_PACKAGE, elfsig_upgrade_version, modules_package};
 
 use super::files::{copy, package_built, symlink, write, write_script};
 use crate::debian_kernel::{self, DebianKernel};
@@ -44,12 +44,7 @@ pub struct Mok {
 
 /// The versions the archive carries: the system's, then the newer one.
 pub fn versions() -> [String; 2] {
-    [dkms::VERSION.to_owned(), format!("{}{ELFSIG_UPGRADE_SUFFIX}", dkms::VERSION)]
-}
-
-/// The module package's name for the kernel `release`.
-pub fn modules_package(release: &str) -> String {
-    format!("{MODULES_PACKAGE_PREFIX}{release}")
+    [dkms::VERSION.to_owned(), elfsig_upgrade_version()]
 }
 
 /// Builds the packages of both versions into `packages` (a directory of packages to publish).
@@ -57,7 +52,6 @@ pub fn make(debian: &DebianKernel, contents: &Contents<'_>, packages: &Path) -> 
     let work = paths::target().join("distro/packages");
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
-    let mut mok = None;
     let [older, newer] = versions();
     let builds =
         [(debian_kernel::RELEASE, &older), (debian_kernel::RELEASE, &newer), (debian_kernel::UPDATE_RELEASE, &newer)];
@@ -65,14 +59,14 @@ pub fn make(debian: &DebianKernel, contents: &Contents<'_>, packages: &Path) -> 
         let built = debian_kernel::build_module_as(debian, release, contents.certs, version)?;
         let ko = work.join(format!("elfsig-{release}-{version}.ko"));
         fs::copy(&built, &ko).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
-        mok = Some(mok_sign(&debian.root, &ko, release)?);
+        mok_sign(&debian.root, &ko, release)?;
         modules_package_made(&work.join("modules"), &ko, release, version, packages)?;
     }
     for version in [&older, &newer] {
         elfsig_package(&work.join("elfsig"), contents, version, packages)?;
     }
     let _ = fs::remove_dir_all(&work);
-    mok.ok_or_else(|| "no module was signed".to_owned())
+    Ok(Mok { cert: mok_dir().join("mok.der") })
 }
 
 /// Where the pipeline keeps its Machine Owner Key (made by `mok-sign` on first use).
@@ -82,7 +76,7 @@ fn mok_dir() -> PathBuf {
 
 /// Signs `ko`, built for `release`, with the pipeline's Machine Owner Key through
 /// `kmod/boot/mok-sign`, in the build root (whose kernel headers hold that kernel's `sign-file`).
-fn mok_sign(build_root: &Path, ko: &Path, release: &str) -> Result<Mok> {
+fn mok_sign(build_root: &Path, ko: &Path, release: &str) -> Result {
     let work = paths::target().join("distro/mok-sign");
     let _ = fs::remove_dir_all(&work);
     let keys = mok_dir();
@@ -115,7 +109,7 @@ fn mok_sign(build_root: &Path, ko: &Path, release: &str) -> Result<Mok> {
     }
     fs::copy(work.join("elfsig.ko"), ko).map_err(|e| format!("cannot copy the signed module: {e}"))?;
     fs::remove_dir_all(&work).map_err(|e| format!("cannot remove {}: {e}", work.display()))?;
-    Ok(Mok { cert: keys.join("mok.der") })
+    Ok(())
 }
 
 /// The package `elfsig` at `version`, made in `tree`, into `packages`.
