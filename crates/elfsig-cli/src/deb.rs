@@ -11,9 +11,7 @@ pub mod ar;
 pub mod check;
 pub mod compression;
 pub mod control;
-pub mod files;
 pub mod resign;
-pub mod tar;
 
 use std::io::Read;
 use std::path::Path;

@@ -15,6 +15,7 @@ pub mod reader;
 pub mod replace;
 pub mod skip;
 pub mod stream;
+pub mod tar_stream;
 pub mod walk;
 
 use std::process::ExitCode;

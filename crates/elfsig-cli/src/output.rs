@@ -140,6 +140,12 @@ pub fn skipped_summary(skipped: &std::collections::BTreeMap<Skip, usize>, what: 
     (total > 0).then(|| format!("{total} {what} ({})", each.join(", ")))
 }
 
+/// ", 3 left alone (2 kernel modules, 1 for other architectures)", or nothing: what a package
+/// or layer's line adds about the ELF files it did not sign or check.
+pub fn left_alone(skipped: &std::collections::BTreeMap<Skip, usize>) -> String {
+    skipped_summary(skipped, "left alone").map(|s| format!(", {s}")).unwrap_or_default()
+}
+
 /// A note about a file on standard error.
 pub fn note_about(path: &Path, note: impl Display) {
     eprintln!("elfsig: {}: {note}", path.display());

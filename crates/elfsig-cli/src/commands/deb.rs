@@ -12,7 +12,7 @@ use crate::crypto::cms::RecordSigner;
 use crate::deb::{check, resign};
 use crate::error::Error;
 use crate::output::{self, Outcome, Verbosity};
-use crate::skip::Skip;
+use crate::tar_stream::resign::Grants;
 use crate::walk;
 
 /// Runs the command.
@@ -25,7 +25,7 @@ pub fn run(args: &DebArgs, quiet: bool) -> Result<ExitCode, Error> {
 
 fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
     known_architecture(&args.architecture)?;
-    let grants = resign::Grants::new(&args.entitle)?;
+    let grants = Grants::new(&args.entitle)?;
     let signer = RecordSigner::open(&args.signing.key, &args.signing.cert)?;
     let packages = packages(&args.packages)?;
     if let Some(dir) = &args.output_dir {
@@ -72,7 +72,11 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
         };
         match resigned {
             Ok(resigned) if !resigned.changed && resigned.signed == 0 => Outcome::Done {
-                line: Some(format!("{}: no ELF file to sign{}; unchanged", output.display(), alone(&resigned.skipped))),
+                line: Some(format!(
+                    "{}: no ELF file to sign{}; unchanged",
+                    output.display(),
+                    output::left_alone(&resigned.skipped)
+                )),
                 notes,
             },
             Ok(resigned) => Outcome::Done {
@@ -81,7 +85,7 @@ fn sign(args: &DebSignArgs, quiet: bool) -> Result<ExitCode, Error> {
                     output.display(),
                     resigned.signed,
                     if resigned.signed == 1 { "file" } else { "files" },
-                    alone(&resigned.skipped),
+                    output::left_alone(&resigned.skipped),
                     if resigned.changed { "" } else { " (signed so already; unchanged)" }
                 )),
                 notes,
@@ -122,7 +126,7 @@ fn verify(args: &DebVerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
                     path.display(),
                     checked.verified,
                     if checked.verified == 1 { "file" } else { "files" },
-                    alone(&checked.skipped)
+                    output::left_alone(&checked.skipped)
                 )),
                 notes: Vec::new(),
             },
@@ -178,11 +182,6 @@ fn packages(named: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
         }
     }
     Ok(packages)
-}
-
-/// ", 3 left alone (2 kernel modules, 1 for other architectures)", or nothing.
-fn alone(skipped: &BTreeMap<Skip, usize>) -> String {
-    output::skipped_summary(skipped, "left alone").map(|s| format!(", {s}")).unwrap_or_default()
 }
 
 fn known_architecture(architecture: &str) -> Result<(), Error> {

@@ -4,24 +4,15 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-use super::tar::{self, TarError};
+use crate::tar_stream::resign::Changes;
+use crate::tar_stream::{self as tar, Dialect, TarError};
 
 /// The most bytes a control file may hold (dpkg's own files are a few kilobytes).
 const MAX_FILE: u64 = 16 << 20;
 
-/// What signing changed in a package's files.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Changes {
-    /// The MD5 of every changed file, by its path relative to the root (as `md5sums` names it).
-    pub md5: BTreeMap<Vec<u8>, [u8; 16]>,
-    /// How `Installed-Size` changes, in KiB: the sum over the changed files of their new size in
-    /// KiB, rounded up, less their old (dpkg-gencontrol counts each file so).
-    pub installed_kib: i64,
-}
-
 /// The `Architecture` of the `control` file of the uncompressed `control.tar`.
 pub fn architecture(control_tar: &[u8]) -> Result<String, String> {
-    let mut reader = tar::Reader::new(control_tar);
+    let mut reader = tar::Reader::new(control_tar, Dialect::Dpkg);
     let mut found = None;
     while let Some(entry) = reader.next_entry(&mut Vec::new()).map_err(|e| format!("control.tar: {e}"))? {
         let path = entry.relative_path();
@@ -63,7 +54,7 @@ fn contents(reader: &mut tar::Reader<&[u8]>, entry: &tar::Entry) -> Result<Vec<u
 /// The uncompressed `control.tar` with `md5sums` and `Installed-Size` updated for `changes`;
 /// every other byte as it was.
 pub fn rewrite(control_tar: &[u8], changes: &Changes) -> Result<Vec<u8>, String> {
-    let mut reader = tar::Reader::new(control_tar);
+    let mut reader = tar::Reader::new(control_tar, Dialect::Dpkg);
     let mut out = Vec::with_capacity(control_tar.len() + 1024);
     let mut end = Vec::new();
     let failed = |e: TarError| format!("control.tar: {e}");

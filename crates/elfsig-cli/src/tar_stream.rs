@@ -1,9 +1,17 @@
-//! The tar stream inside a Debian package's `data.tar` and `control.tar`, read as dpkg reads it
-//! (`lib/dpkg/tarfn.c`) and written back byte for byte: 512-byte header blocks, a regular
-//! file's bytes padded to a block, GNU long-name entries before the entry they name. What dpkg
-//! would unpack differently from GNU tar, or not at all, is refused rather than guessed: entry
-//! types dpkg does not know (pax records, sparse files, ...), and contents on entries that have
-//! none (a directory whose size would hide an entry from one reader and not the other).
+//! A tar stream, read as the program that unpacks it reads it, and written back byte for byte:
+//! 512-byte header blocks, a regular file's bytes padded to a block, the entries that describe
+//! the next one (GNU long names; pax extended headers in a container image's layers) before it.
+//! What that program would unpack differently, or not at all, is refused rather than guessed
+//! ([`Dialect`]), as are contents on entries that have none (a directory whose size would hide
+//! an entry from one reader and not the other).
+//!
+//! The ELF files in a stream are found, signed and checked in [`files`], [`resign`] and
+//! [`check`]: the same for a Debian package's `data.tar` and an image's layer.
+
+pub mod check;
+pub mod files;
+pub mod pax;
+pub mod resign;
 
 use std::io::{self, Read, Write};
 
@@ -51,15 +59,31 @@ fn malformed(why: impl Into<String>) -> TarError {
     TarError::Malformed(why.into())
 }
 
+/// Whose reading of a tar stream elfsig follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// dpkg's (`lib/dpkg/tarfn.c`): ustar and GNU's long names, nothing else.
+    Dpkg,
+    /// A container image layer's, as containers/storage and umoci read it with Go's
+    /// `archive/tar`: pax extended headers too (their `path`, `linkpath` and `size` records apply
+    /// to the entry that follows; the rest, extended attributes among them, are kept as they
+    /// are), pax global headers (which nothing unpacks) and contiguous files (type `7`). Sparse
+    /// files are refused: what they unpack to is not the bytes that follow their header.
+    Layer,
+}
+
 /// What kind of file an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// A regular file (type `0` or NUL, its name not ending in `/`), whose bytes follow.
+    /// A regular file (type `0`, `7` in a layer, or NUL with a name not ending in `/`), whose
+    /// bytes follow.
     Regular,
     /// Another name for a file earlier in the archive (type `1`).
     HardLink,
     /// A directory, symbolic link, device or FIFO: nothing follows.
     Other,
+    /// A pax global header: records for readers that nothing unpacks, copied as they are.
+    Global,
 }
 
 /// An entry's header block.
@@ -67,17 +91,22 @@ pub enum Kind {
 pub struct Header(pub [u8; BLOCK]);
 
 impl Header {
-    /// The type of entry, as dpkg tells it; an error for the types dpkg does not unpack.
-    fn kind(&self) -> Result<Kind, TarError> {
-        match self.0[TYPEFLAG] {
-            b'0' | 0 if self.name().ends_with(b"/") => Ok(Kind::Other),
-            b'0' | 0 => Ok(Kind::Regular),
-            b'1' => Ok(Kind::HardLink),
-            b'2'..=b'6' => Ok(Kind::Other),
-            other => Err(malformed(format!(
-                "{}: an entry of type {:?}, which dpkg does not unpack",
+    /// The type of entry, as `dialect` tells it; an error for the types its reader does not
+    /// unpack.
+    fn kind(&self, dialect: Dialect) -> Result<Kind, TarError> {
+        match (self.0[TYPEFLAG], dialect) {
+            // dpkg takes a name ending in `/` for a directory whatever the type; Go's reader
+            // only with the old NUL type.
+            (b'0', Dialect::Dpkg) | (0, _) if self.name().ends_with(b"/") => Ok(Kind::Other),
+            (b'0' | 0, _) | (b'7', Dialect::Layer) => Ok(Kind::Regular),
+            (b'1', _) => Ok(Kind::HardLink),
+            (b'2'..=b'6', _) => Ok(Kind::Other),
+            (b'g', Dialect::Layer) => Ok(Kind::Global),
+            (other, _) => Err(malformed(format!(
+                "{}: an entry of type {:?}, which {} does not unpack",
                 String::from_utf8_lossy(&self.name()),
-                char::from(other)
+                char::from(other),
+                dialect.reader()
             ))),
         }
     }
@@ -157,6 +186,16 @@ impl Header {
     }
 }
 
+impl Dialect {
+    /// The program whose reading this is, for messages.
+    fn reader(self) -> &'static str {
+        match self {
+            Dialect::Dpkg => "dpkg",
+            Dialect::Layer => "a container engine",
+        }
+    }
+}
+
 /// `path` without its leading `./` or `/`.
 pub fn relative(path: &[u8]) -> &[u8] {
     let mut path = path.strip_prefix(b".").filter(|p| p.starts_with(b"/")).unwrap_or(path);
@@ -182,8 +221,11 @@ fn octal(field: &[u8]) -> Option<u64> {
 /// An entry: the blocks that describe it, its header, its name and how many bytes follow.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// GNU long-name and long-link entries before the header, as read.
+    /// GNU long-name and long-link entries and pax extended headers before the header, as read.
     pub described_by: Vec<u8>,
+    /// Where in `described_by` a pax extended header that sets the entry's size is: its size
+    /// changes there when the contents do.
+    pax_size: Option<std::ops::Range<usize>>,
     /// The header.
     pub header: Header,
     /// Its path, as the archive names it (`./usr/bin/ls`), from a long name where there is one.
@@ -197,6 +239,28 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Gives the entry contents of `size` bytes: its header's size field and checksum, and a
+    /// pax record of its size if it has one.
+    pub fn set_size(&mut self, size: u64) -> Result<(), TarError> {
+        if let Some(range) = self.pax_size.take() {
+            let old = &self.described_by[range.clone()];
+            let (head, data) = old.split_at(BLOCK.min(old.len()));
+            let mut header = Header(head.try_into().map_err(|_| malformed("a pax header cut short"))?);
+            let len = usize::try_from(header.size()?).unwrap_or(usize::MAX).min(data.len());
+            let records = pax::with_size(&data[..len], size)?;
+            header.set_size(records.len() as u64);
+            let mut new = header.0.to_vec();
+            new.extend_from_slice(&records);
+            new.resize(BLOCK + padded(records.len() as u64)? as usize, 0);
+            let start = range.start;
+            self.described_by.splice(range, new.iter().copied());
+            self.pax_size = Some(start..start + new.len());
+        }
+        self.header.set_size(size);
+        self.size = size;
+        Ok(())
+    }
+
     /// The path without its leading `./` or `/`: how `md5sums` names it.
     pub fn relative_path(&self) -> &[u8] {
         relative(&self.path)
@@ -217,6 +281,7 @@ impl Entry {
 #[derive(Debug)]
 pub struct Reader<R> {
     inner: R,
+    dialect: Dialect,
     /// Bytes of the current entry's contents not read yet.
     left: u64,
     /// Then its padding.
@@ -224,9 +289,9 @@ pub struct Reader<R> {
 }
 
 impl<R: Read> Reader<R> {
-    /// A reader of the stream `inner`.
-    pub fn new(inner: R) -> Self {
-        Reader { inner, left: 0, padding: 0 }
+    /// A reader of the stream `inner`, as `dialect`'s program reads it.
+    pub fn new(inner: R, dialect: Dialect) -> Self {
+        Reader { inner, dialect, left: 0, padding: 0 }
     }
 
     /// The next entry, or `None` at the end of the archive (the first zero block, which is
@@ -235,19 +300,20 @@ impl<R: Read> Reader<R> {
     pub fn next_entry(&mut self, end: &mut Vec<u8>) -> Result<Option<Entry>, TarError> {
         self.skip_rest()?;
         let mut described_by = Vec::new();
-        let (mut long_name, mut long_link) = (None, None);
+        let (mut long_name, mut long_link, mut pax) = (None, None, None::<(pax::Records, std::ops::Range<usize>)>);
         loop {
             let mut block = [0u8; BLOCK];
+            let before = "the archive ends after a long name or pax header, before its entry";
             if !read_block(&mut self.inner, &mut block)? {
                 if described_by.is_empty() {
                     return Ok(None);
                 }
-                return Err(malformed("the archive ends after a long name, before its entry"));
+                return Err(malformed(before));
             }
             let header = Header(block);
             if header.is_zero() {
                 if !described_by.is_empty() {
-                    return Err(malformed("the archive ends after a long name, before its entry"));
+                    return Err(malformed(before));
                 }
                 end.extend_from_slice(&header.0);
                 return Ok(None);
@@ -260,40 +326,61 @@ impl<R: Read> Reader<R> {
             }
             let size = header.size()?;
             let typeflag = header.0[TYPEFLAG];
-            // GNU's long name ('L') and long link name ('K') name the entry that follows.
-            if matches!(typeflag, b'L' | b'K') {
-                let seen = if typeflag == b'L' { &long_name } else { &long_link };
-                if seen.is_some() || size > MAX_LONG_NAME {
-                    return Err(malformed(format!("a long name of {size} bytes, or two for one entry")));
+            // GNU's long name ('L') and long link name ('K'), and a pax extended header ('x') in
+            // a layer, describe the entry that follows.
+            if matches!(typeflag, b'L' | b'K') || (typeflag == b'x' && self.dialect == Dialect::Layer) {
+                let seen = match typeflag {
+                    b'L' => long_name.is_some(),
+                    b'K' => long_link.is_some(),
+                    _ => pax.is_some(),
+                };
+                let most = if typeflag == b'x' { pax::MAX_HEADER } else { MAX_LONG_NAME };
+                if seen || size > most {
+                    return Err(malformed(format!(
+                        "an extended header of {size} bytes, or two of a kind for one entry"
+                    )));
                 }
                 let mut data = vec![0u8; padded(size)? as usize];
                 self.inner.read_exact(&mut data).map_err(truncated)?;
+                let start = described_by.len();
                 described_by.extend_from_slice(&header.0);
                 described_by.extend_from_slice(&data);
-                let name = Some(until_nul(data.get(..size as usize).unwrap_or_default()).to_vec());
-                if typeflag == b'L' {
-                    long_name = name;
-                } else {
-                    long_link = name;
+                let data = data.get(..size as usize).unwrap_or_default();
+                match typeflag {
+                    b'L' => long_name = Some(until_nul(data).to_vec()),
+                    b'K' => long_link = Some(until_nul(data).to_vec()),
+                    _ => pax = Some((pax::Records::parse(data)?, start..described_by.len())),
                 }
                 continue;
             }
-            let kind = header.kind()?;
-            let path = long_name.unwrap_or_else(|| header.name());
-            // dpkg reads contents for regular files only: a size anywhere else would make it
-            // and GNU tar read the entries that follow differently.
-            if kind != Kind::Regular && size != 0 {
+            let kind = header.kind(self.dialect)?;
+            let (records, pax_range) = pax.map_or((pax::Records::default(), None), |(r, range)| (r, Some(range)));
+            if kind == Kind::Global && !described_by.is_empty() {
+                return Err(malformed("a pax global header described by another header"));
+            }
+            // Two names for one entry, which Go's reader and others resolve differently.
+            if (long_name.is_some() && records.path.is_some()) || (long_link.is_some() && records.link.is_some()) {
+                return Err(malformed("an entry named both by a GNU long name and by a pax record"));
+            }
+            let path = long_name.or(records.path).unwrap_or_else(|| header.name());
+            let size = records.size.unwrap_or(size);
+            // dpkg and Go's reader read contents for regular files only: a size anywhere else
+            // would make them and GNU tar read the entries that follow differently.
+            if !matches!(kind, Kind::Regular | Kind::Global) && size != 0 {
                 return Err(malformed(format!(
                     "{}: {size} bytes of contents on an entry that has none",
                     String::from_utf8_lossy(&path)
                 )));
             }
-            if size > MAX_FILE {
+            if size > MAX_FILE || (kind == Kind::Global && size > pax::MAX_HEADER) {
                 return Err(malformed(format!("{}: {size} bytes", String::from_utf8_lossy(&path))));
             }
-            let link = long_link.unwrap_or_else(|| until_nul(&header.0[LINKNAME.0..LINKNAME.0 + LINKNAME.1]).to_vec());
+            let link = long_link
+                .or(records.link)
+                .unwrap_or_else(|| until_nul(&header.0[LINKNAME.0..LINKNAME.0 + LINKNAME.1]).to_vec());
             (self.left, self.padding) = (size, padded(size)? - size);
-            return Ok(Some(Entry { described_by, header, path, kind, size, link }));
+            let pax_size = pax_range.filter(|_| records.size.is_some());
+            return Ok(Some(Entry { described_by, pax_size, header, path, kind, size, link }));
         }
     }
 
@@ -426,7 +513,11 @@ mod tests {
     }
 
     fn entries(bytes: &[u8]) -> Result<Vec<Entry>, TarError> {
-        let mut reader = Reader::new(bytes);
+        entries_as(bytes, Dialect::Dpkg)
+    }
+
+    fn entries_as(bytes: &[u8], dialect: Dialect) -> Result<Vec<Entry>, TarError> {
+        let mut reader = Reader::new(bytes, dialect);
         let mut entries = Vec::new();
         while let Some(entry) = reader.next_entry(&mut Vec::new())? {
             entries.push(entry);
@@ -446,7 +537,7 @@ mod tests {
             ("./usr/link", b'1', b""),
             ("./empty", b'0', b""),
         ]);
-        let mut reader = Reader::new(&bytes[..]);
+        let mut reader = Reader::new(&bytes[..], Dialect::Dpkg);
         let mut out = Vec::new();
         let mut end = Vec::new();
         let mut paths = Vec::new();
@@ -504,11 +595,113 @@ mod tests {
         assert!(matches!(entries(&huge.0), Err(TarError::Malformed(_))), "a size beyond any file");
     }
 
+    fn pax(records: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (key, value) in records {
+            let body = key.len() + value.len() + 3;
+            let mut length = body + 1;
+            while length != body + length.to_string().len() {
+                length = body + length.to_string().len();
+            }
+            out.extend_from_slice(format!("{length} {key}=").as_bytes());
+            out.extend_from_slice(value);
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// A layer's pax headers name and size the entry after them, are kept byte for byte, and a
+    /// pax size follows a new size.
+    #[test]
+    fn a_layer_reads_pax_headers_as_go_does_and_keeps_them() {
+        let capability = [1u8, 0, 0, 2, b'\n', 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let long = "usr/".to_owned() + &"y".repeat(200);
+        let named = pax(&[("path", long.as_bytes()), ("SCHILY.xattr.security.capability", &capability[..])]);
+        let sized = pax(&[("mtime", b"1.5"), ("size", b"4"), ("uname", b"root")]);
+        let global = pax(&[("comment", b"made by a test")]);
+        let bytes = archive(&[
+            ("pax_global_header", b'g', &global),
+            ("./PaxHeaders/x", b'x', &named),
+            ("./short", b'0', b"ping"),
+            ("./PaxHeaders/y", b'x', &sized),
+            ("./sized", b'0', b"\x7fELF"),
+            ("./contiguous", b'7', b"c"),
+            ("./dir/", b'0', b"not a directory in Go's reading"),
+        ]);
+        let found = entries_as(&bytes, Dialect::Layer).unwrap();
+        let seen: Vec<(String, Kind, u64)> = found.iter().map(|e| (e.display(), e.kind, e.size)).collect();
+        assert_eq!(
+            seen,
+            [
+                ("pax_global_header".to_owned(), Kind::Global, global.len() as u64),
+                (long.clone(), Kind::Regular, 4),
+                ("./sized".to_owned(), Kind::Regular, 4),
+                ("./contiguous".to_owned(), Kind::Regular, 1),
+                ("./dir/".to_owned(), Kind::Regular, 31),
+            ]
+        );
+        // Written back as read.
+        let mut reader = Reader::new(&bytes[..], Dialect::Layer);
+        let (mut out, mut end) = (Vec::new(), Vec::new());
+        while let Some(entry) = reader.next_entry(&mut end).unwrap() {
+            write_head(&mut out, &entry).unwrap();
+            reader.copy_rest(&mut out).unwrap();
+        }
+        out.extend_from_slice(&end);
+        reader.rest(&mut out).unwrap();
+        assert_eq!(out, bytes);
+        // A new size: in the pax record too, the others kept.
+        let mut entry = found[2].clone();
+        entry.set_size(123_456).unwrap();
+        let mut written = Vec::new();
+        write_entry(&mut written, &entry, &mut &vec![7u8; 123_456][..]).unwrap();
+        written.extend_from_slice(&[0; 2 * BLOCK]);
+        let again = entries_as(&written, Dialect::Layer).unwrap();
+        assert_eq!(again[0].size, 123_456);
+        let pax_len = Header(written[..BLOCK].try_into().unwrap()).size().unwrap() as usize;
+        assert_eq!(
+            &written[BLOCK..BLOCK + pax_len],
+            &pax(&[("mtime", b"1.5"), ("size", b"123456"), ("uname", b"root")])[..]
+        );
+        // The named entry keeps its binary extended attribute.
+        assert!(found[1].described_by.windows(capability.len()).any(|w| w == capability));
+    }
+
+    /// What a container engine would read differently, or not unpack, is refused; dpkg's
+    /// reading of the same is stricter still.
+    #[test]
+    fn what_a_layer_reader_would_read_differently_is_refused() {
+        let named = pax(&[("path", b"./other")]);
+        for (what, bytes) in [
+            ("a sparse file", archive(&[("./s", b'S', b"")])),
+            (
+                "GNU sparse pax records",
+                archive(&[("./P", b'x', &pax(&[("GNU.sparse.major", b"1")])), ("./a", b'0', b"")]),
+            ),
+            (
+                "a long name and a pax path",
+                archive(&[("L", b'L', b"./a\0"), ("./P", b'x', &named), ("./b", b'0', b"")]),
+            ),
+            (
+                "two pax headers for one entry",
+                archive(&[("./P", b'x', &named), ("./P", b'x', &named), ("./b", b'0', b"")]),
+            ),
+            ("a pax header before the end", archive(&[("./P", b'x', &named)])),
+            ("a malformed pax record", archive(&[("./P", b'x', b"99 path=x\n"), ("./b", b'0', b"")])),
+            ("a directory with contents", archive(&[("./d/", 0, b"x")])),
+        ] {
+            assert!(matches!(entries_as(&bytes, Dialect::Layer), Err(TarError::Malformed(_))), "{what}");
+        }
+        let global = archive(&[("g", b'g', b"11 a=bcdef\n")]);
+        assert!(entries(&global).is_err(), "dpkg does not read a global header");
+        assert!(entries_as(&global, Dialect::Layer).is_ok());
+    }
+
     #[test]
     fn truncated_archives_are_errors() {
         let bytes = archive(&[("./a", b'0', &[7u8; 1000])]);
         for cut in [100, BLOCK, BLOCK + 10, 2 * BLOCK + 100] {
-            let mut reader = Reader::new(&bytes[..cut]);
+            let mut reader = Reader::new(&bytes[..cut], Dialect::Dpkg);
             let result = reader.next_entry(&mut Vec::new()).and_then(|entry| match entry {
                 Some(_) => reader.copy_rest(&mut io::sink()).map_err(truncated),
                 None => Ok(()),

@@ -1,4 +1,4 @@
-//! The files of a package's `data.tar` that elfsig signs or checks: each regular file that
+//! The files of a tar stream that elfsig signs or checks: each regular file that
 //! starts as ELF does is copied out of the stream into an anonymous temporary file, where the
 //! same code as for files on disk classifies it (`sign --recursive`'s rules), signs it or
 //! verifies it. Memory stays small whatever the file's size.
@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use elfsig_core::elf::ELF_MAGIC;
 use md5::{Digest, Md5};
 
-use super::tar;
 use crate::architecture::Machines;
 use crate::elf_file::OpenFile;
 use crate::error::Error;
 use crate::skip::{Place, Skip};
+use crate::tar_stream as tar;
 
 /// What a regular file of the package turned out to be.
 #[derive(Debug)]
