@@ -34,8 +34,8 @@ pub enum Need {
 }
 
 /// Debian packages the workspace tests use: real programs to sign, the OpenSSL oracle, ELF
-/// tools, the toolchains that build the test binaries, and SoftHSM2, the PKCS#11 token the
-/// tests sign through.
+/// tools, the toolchains that build the test binaries, SoftHSM2, the PKCS#11 token the tests
+/// sign through, and skopeo and umoci, the container tools whose readers judge `oci sign`.
 pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("busybox-static"),
     Need::Deb("bash"),
@@ -53,6 +53,8 @@ pub const TEST_PACKAGES: &[Need] = &[
     Need::Deb("qemu-user"),
     Need::Deb("attr"),
     Need::Deb("softhsm2"),
+    Need::Deb("skopeo"),
+    Need::Deb("umoci"),
 ];
 
 /// What building `elfsig-guard` needs: clang compiles its BPF programs; libbpf-sys builds

@@ -24,6 +24,7 @@ pub const TARGETS: &[(&str, &str)] = &[
     ("words", "crates/elfsig-core"),
     ("roundtrip", "crates/elfsig-cli"),
     ("deb", "crates/elfsig-cli"),
+    ("oci", "crates/elfsig-cli"),
 ];
 
 /// Largest seed and input: enough for small real programs, small enough to fuzz quickly.
@@ -199,6 +200,7 @@ fn write_corpus() -> Result<PathBuf> {
         }
     }
     package_seeds(&root.join("deb"))?;
+    layer_seeds(&root.join("oci"))?;
     policy_seeds(&root.join("policy"))?;
     word_seeds(&root.join("words"))?;
     Ok(root)
@@ -331,6 +333,74 @@ fn package_seeds(dir: &Path) -> Result {
         }
     }
     Ok(())
+}
+
+/// Seeds for the `oci` target: the layer umoci writes (Go's archive/tar: pax records, an
+/// extended attribute among them) of a root holding `true`, a hard link, a symbolic link and a
+/// script, uncompressed; and that layer as `elfsig oci sign` signs it.
+fn layer_seeds(dir: &Path) -> Result {
+    deps::ensure(&[deps::Need::Deb("umoci")])?;
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let work = paths::target().join("fuzz-corpus-layers");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let (layout, bundle) = (work.join("image"), work.join("bundle"));
+    let image = format!("{}:seed", layout.display());
+    Cmd::new("umoci").args(["init", "--layout"]).arg(&layout).run()?;
+    Cmd::new("umoci").args(["new", "--image", &image]).run()?;
+    let rootless: &[&str] = if deps::is_root() { &[] } else { &["--rootless"] };
+    Cmd::new("umoci").args(["unpack"]).args(rootless).args(["--image", &image]).arg(&bundle).read()?;
+    let bin = bundle.join("rootfs/usr/bin");
+    fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let program = elfsig_fixtures::system_binary("true").ok_or("no `true` on this machine")?;
+    fs::copy(&program, bin.join("true")).map_err(|e| format!("cannot copy {}: {e}", program.display()))?;
+    fs::hard_link(bin.join("true"), bin.join("also-true")).map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink("true", bin.join("link")).map_err(|e| e.to_string())?;
+    write(&bin.join("script"), b"#!/bin/sh\n")?;
+    // An extended attribute, which umoci writes as a pax record (where the file system has them).
+    let _ = Cmd::new("setfattr").args(["-n", "user.elfsig-seed", "-v", "0x0a01"]).arg(bin.join("true")).read();
+    Cmd::new("umoci").args(["repack", "--image", &image]).arg(&bundle).read()?;
+    let elfsig = crate::tools::build_cli()?;
+    let (key, cert) = throwaway_key(&elfsig, &work)?;
+    let signed = work.join("signed");
+    Cmd::new(&elfsig)
+        .args(["-q", "oci", "sign", "--key"])
+        .arg(&key)
+        .arg("--cert")
+        .arg(&cert)
+        .arg("-o")
+        .arg(&signed)
+        .arg(&layout)
+        .run()?;
+    for (from, suffix) in [(&layout, ""), (&signed, ".signed")] {
+        for (index, blob) in layer_blobs(from)?.iter().enumerate() {
+            let out = std::process::Command::new("gzip")
+                .arg("-dc")
+                .arg(blob)
+                .output()
+                .map_err(|e| format!("cannot run gzip: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("gzip -dc {}: {}", blob.display(), String::from_utf8_lossy(&out.stderr)));
+            }
+            write(&dir.join(format!("layer-{index}{suffix}")), &out.stdout)?;
+        }
+    }
+    Ok(())
+}
+
+/// The layer blobs of the first image of the OCI layout `layout`.
+fn layer_blobs(layout: &Path) -> Result<Vec<PathBuf>> {
+    let read = |path: PathBuf| -> Result<serde_json::Value> {
+        let text = fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let blob = |descriptor: &serde_json::Value| {
+        let digest = descriptor["digest"].as_str().unwrap_or_default();
+        layout.join("blobs/sha256").join(digest.trim_start_matches("sha256:"))
+    };
+    let index = read(layout.join("index.json"))?;
+    let manifest = read(blob(&index["manifests"][0]))?;
+    Ok(manifest["layers"].as_array().map(|layers| layers.iter().map(blob).collect()).unwrap_or_default())
 }
 
 fn small_file(path: &Path) -> Option<Vec<u8>> {

@@ -49,6 +49,9 @@ pub enum Command {
     Flush,
     /// Re-sign the ELF files inside Debian packages, or check them before dpkg installs them.
     Deb(DebArgs),
+    /// Re-sign the ELF files inside container images (OCI image layouts and archives), or check
+    /// them.
+    Oci(OciArgs),
     /// Write, sign and inspect a policy: signed files and certificates revoked, certificates
     /// trusted beyond the module's own, with a serial number that only grows.
     Policy(PolicyArgs),
@@ -226,6 +229,69 @@ pub struct DebVerifyArgs {
     /// Packages (.deb), or directories holding them (searched recursively).
     #[arg(value_name = "PACKAGE", required_unless_present = "apt_hook")]
     pub packages: Vec<PathBuf>,
+}
+
+/// `elfsig oci`.
+#[derive(Debug, Args)]
+pub struct OciArgs {
+    /// What to do with the image.
+    #[command(subcommand)]
+    pub command: OciCommand,
+}
+
+/// The `oci` commands.
+#[derive(Debug, Subcommand)]
+pub enum OciCommand {
+    /// Sign every ELF file in an image's layers that `sign --recursive` would sign, keeping
+    /// every other byte of each layer (owners, modes, extended attributes, links, whiteouts,
+    /// times, order); the layers' digests, the configuration's diff_ids, the configuration,
+    /// manifest and index follow. The result is a new image: signatures made of the old one no
+    /// longer match it. Layers are done on all cores.
+    Sign(OciSignArgs),
+    /// Check that every ELF file in an image's layers that the module checks carries a valid
+    /// signature by a trusted certificate, and name, layer by layer, each one it would refuse.
+    Verify(OciVerifyArgs),
+}
+
+/// `elfsig oci sign`.
+#[derive(Debug, Args)]
+#[command(mut_arg("key", |key| key.help("The private key, as for `sign`: a file, or a `pkcs11:` URI")))]
+#[command(mut_arg("cert", |cert| cert.help("The key's certificate (PEM or DER)")))]
+pub struct OciSignArgs {
+    /// The key and its certificate.
+    #[command(flatten)]
+    pub signing: SigningKeyArgs,
+    /// Write the signed image to OUTPUT (a new directory for a layout, a file for an archive)
+    /// instead of replacing IMAGE in place (a layout keeps the old blobs beside the new).
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: Option<PathBuf>,
+    /// The images to sign in a multi-platform image, by OCI architecture (amd64, arm64, ...);
+    /// may be repeated; `all` for every one. This machine's by default; the others are left as
+    /// they are.
+    #[arg(long = "architecture", value_name = "ARCH")]
+    pub architectures: Vec<String>,
+    /// Entitle the program at FILE (an absolute path in the image) to what `sign --entitle`
+    /// names, comma-separated (`/usr/bin/python3.13=jit`); may be repeated, once per file.
+    /// `none` grants nothing. Other files keep what their signature granted.
+    #[arg(long, value_name = "FILE=ENTITLEMENTS", value_parser = parse_file_entitlements)]
+    pub entitle: Vec<(PathBuf, Vec<Option<elfsig_core::Entitlement>>)>,
+    /// The image: an OCI image layout (a directory) or an OCI archive (a file).
+    #[arg(value_name = "IMAGE")]
+    pub image: PathBuf,
+}
+
+/// `elfsig oci verify`.
+#[derive(Debug, Args)]
+pub struct OciVerifyArgs {
+    /// A trusted certificate (PEM, possibly several, or DER); may be repeated.
+    #[arg(long, value_name = "CERT", required = true)]
+    pub cert: Vec<PathBuf>,
+    /// The images to check in a multi-platform image, as for `oci sign`.
+    #[arg(long = "architecture", value_name = "ARCH")]
+    pub architectures: Vec<String>,
+    /// The image: an OCI image layout (a directory) or an OCI archive (a file).
+    #[arg(value_name = "IMAGE")]
+    pub image: PathBuf,
 }
 
 /// `elfsig status`.

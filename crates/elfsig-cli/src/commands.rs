@@ -3,6 +3,7 @@
 pub mod deb;
 pub mod inspect;
 pub mod keygen;
+pub mod oci;
 pub mod policy;
 pub mod remove;
 pub mod settings;

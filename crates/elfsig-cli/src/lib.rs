@@ -10,6 +10,7 @@ pub mod elf_file;
 pub mod error;
 pub mod hex;
 pub mod links;
+pub mod oci;
 pub mod output;
 pub mod reader;
 pub mod replace;
@@ -39,6 +40,7 @@ pub fn run(cli: &Cli) -> ExitCode {
         Command::Runtime(args) => commands::settings::runtime(args, cli.quiet),
         Command::Flush => commands::settings::flush(cli.quiet),
         Command::Deb(args) => commands::deb::run(args, cli.quiet),
+        Command::Oci(args) => commands::oci::run(args, cli.quiet),
         Command::Policy(args) => commands::policy::run(args, cli.quiet),
     };
     match result {

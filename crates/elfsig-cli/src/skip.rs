@@ -30,6 +30,10 @@ pub enum Place<'a> {
     /// count as such only where Debian installs them (`lib/firmware`, `usr/lib/firmware`,
     /// `usr/lib/debug`), so that a package cannot have a program left alone by where it puts it.
     Installed(&'a Path),
+    /// In a container image's layer, by its path in the image's root: nothing is left alone
+    /// by where it is (a directory of a lower layer may be a symbolic link that puts a file of
+    /// `lib/firmware` elsewhere); debug files by what they hold, as in a tree.
+    Image(&'a Path),
 }
 
 /// Why a file found while walking a directory is left alone.
@@ -130,7 +134,7 @@ impl Skip {
                 return Some(Skip::Firmware);
             }
             Place::Installed(path) if Skip::at(path) == Some(Skip::Firmware) => return Some(Skip::Firmware),
-            Place::Tree(path) | Place::Installed(path) => path,
+            Place::Tree(path) | Place::Installed(path) | Place::Image(path) => path,
         };
         let mut reader = file.reader();
         let header = FileHeader::read(&mut reader, file.size()).ok()?;
@@ -155,7 +159,7 @@ impl Skip {
                     }
                 }
                 let debug_place = match place {
-                    Place::Tree(_) => true,
+                    Place::Tree(_) | Place::Image(_) => true,
                     Place::Installed(path) => Skip::at(path) == Some(Skip::DebugFile),
                 };
                 (code_left_out && !code && debug_place).then_some(Skip::DebugFile)

@@ -84,3 +84,37 @@ pub fn ranges_equal(a: &mut dyn ReadAt, b: &mut dyn ReadAt, range: ByteRange) ->
     }
     Ok(true)
 }
+
+/// A writer that hashes with `D` what goes through it, and counts it.
+#[derive(Debug)]
+pub struct HashingWriter<W, D> {
+    inner: W,
+    hasher: D,
+    /// How many bytes went through.
+    pub len: u64,
+}
+
+impl<W: Write, D: Digest> HashingWriter<W, D> {
+    /// Hashes what goes to `inner`.
+    pub fn new(inner: W) -> Self {
+        HashingWriter { inner, hasher: D::new(), len: 0 }
+    }
+
+    /// The writer, and the hash of everything written.
+    pub fn finish(self) -> (W, sha2::digest::Output<D>) {
+        (self.inner, self.hasher.finalize())
+    }
+}
+
+impl<W: Write, D: Digest> Write for HashingWriter<W, D> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

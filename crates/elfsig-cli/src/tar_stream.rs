@@ -28,7 +28,8 @@ const TYPEFLAG: usize = 156;
 const LINKNAME: (usize, usize) = (157, 100);
 const MAGIC: (usize, usize) = (257, 6);
 const PREFIX: (usize, usize) = (345, 155);
-/// The most a regular file may hold: what elfsig reads of a package is bounded.
+/// The most an ELF file may hold: each is copied out of the stream, so what elfsig copies is
+/// bounded. (Other files, read through only, may be any size.)
 pub const MAX_FILE: u64 = 4 << 30;
 
 /// Why a tar stream could not be read.
@@ -91,20 +92,21 @@ pub enum Kind {
 pub struct Header(pub [u8; BLOCK]);
 
 impl Header {
-    /// The type of entry, as `dialect` tells it; an error for the types its reader does not
-    /// unpack.
-    fn kind(&self, dialect: Dialect) -> Result<Kind, TarError> {
+    /// The type of entry named `path` (its name once long names and pax records apply), as
+    /// `dialect` tells it; an error for the types its reader does not unpack.
+    fn kind(&self, path: &[u8], dialect: Dialect) -> Result<Kind, TarError> {
         match (self.0[TYPEFLAG], dialect) {
             // dpkg takes a name ending in `/` for a directory whatever the type; Go's reader
-            // only with the old NUL type.
-            (b'0', Dialect::Dpkg) | (0, _) if self.name().ends_with(b"/") => Ok(Kind::Other),
+            // only with the old NUL type. Both look at the whole name, a long one too: the
+            // header's own field could end otherwise and hide a directory's contents.
+            (b'0', Dialect::Dpkg) | (0, _) if path.ends_with(b"/") => Ok(Kind::Other),
             (b'0' | 0, _) | (b'7', Dialect::Layer) => Ok(Kind::Regular),
             (b'1', _) => Ok(Kind::HardLink),
             (b'2'..=b'6', _) => Ok(Kind::Other),
             (b'g', Dialect::Layer) => Ok(Kind::Global),
             (other, _) => Err(malformed(format!(
                 "{}: an entry of type {:?}, which {} does not unpack",
-                String::from_utf8_lossy(&self.name()),
+                String::from_utf8_lossy(path),
                 char::from(other),
                 dialect.reader()
             ))),
@@ -176,7 +178,7 @@ impl Header {
     /// fields where ustar has its prefix).
     fn name(&self) -> Vec<u8> {
         let name = until_nul(&self.0[NAME.0..NAME.0 + NAME.1]);
-        if &self.0[MAGIC.0..MAGIC.0 + MAGIC.1] == b"ustar\0" {
+        if self.is_ustar() {
             let prefix = until_nul(&self.0[PREFIX.0..PREFIX.0 + PREFIX.1]);
             if !prefix.is_empty() {
                 return [prefix, b"/", name].concat();
@@ -196,13 +198,34 @@ impl Dialect {
     }
 }
 
-/// `path` without its leading `./` or `/`.
-pub fn relative(path: &[u8]) -> &[u8] {
-    let mut path = path.strip_prefix(b".").filter(|p| p.starts_with(b"/")).unwrap_or(path);
-    while let Some(rest) = path.strip_prefix(b"/") {
-        path = rest;
+impl Header {
+    /// Whether the header is POSIX ustar's (pax's too), whose prefix field extends the name.
+    fn is_ustar(&self) -> bool {
+        &self.0[MAGIC.0..MAGIC.0 + MAGIC.1] == b"ustar\0"
     }
-    path
+
+    /// Whether the header is star's: ustar's magic and `tar` at its end, where Go's reader
+    /// takes a shorter prefix than other readers.
+    fn is_star(&self) -> bool {
+        self.is_ustar() && &self.0[508..512] == b"tar\0"
+    }
+}
+
+/// `path` relative to the root, as the file it names is installed: without a leading `./` or
+/// `/`, `.` components and repeated slashes; `None` if it climbs (`..`), which would put the
+/// file elsewhere than its name says.
+pub fn relative(path: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(path.len());
+    for part in path.split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".") {
+        if part == b".." {
+            return None;
+        }
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(part);
+    }
+    Some(out)
 }
 
 fn until_nul(field: &[u8]) -> &[u8] {
@@ -236,6 +259,10 @@ pub struct Entry {
     pub size: u64,
     /// What a link names (a hard link: the file's first name in the archive).
     pub link: Vec<u8>,
+    /// The path as [`relative`] gives it.
+    relative_path: Vec<u8>,
+    /// A hard link's target as [`relative`] gives it.
+    relative_link: Vec<u8>,
 }
 
 impl Entry {
@@ -261,14 +288,14 @@ impl Entry {
         Ok(())
     }
 
-    /// The path without its leading `./` or `/`: how `md5sums` names it.
+    /// The path relative to the root (see [`relative`]): how `md5sums` names it.
     pub fn relative_path(&self) -> &[u8] {
-        relative(&self.path)
+        &self.relative_path
     }
 
     /// What a hard link names, as [`Entry::relative_path`] gives it.
     pub fn relative_link(&self) -> &[u8] {
-        relative(&self.link)
+        &self.relative_link
     }
 
     /// The path for messages.
@@ -292,6 +319,11 @@ impl<R: Read> Reader<R> {
     /// A reader of the stream `inner`, as `dialect`'s program reads it.
     pub fn new(inner: R, dialect: Dialect) -> Self {
         Reader { inner, dialect, left: 0, padding: 0 }
+    }
+
+    /// Whose reading this is.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// The next entry, or `None` at the end of the archive (the first zero block, which is
@@ -353,16 +385,22 @@ impl<R: Read> Reader<R> {
                 }
                 continue;
             }
-            let kind = header.kind(self.dialect)?;
-            let (records, pax_range) = pax.map_or((pax::Records::default(), None), |(r, range)| (r, Some(range)));
-            if kind == Kind::Global && !described_by.is_empty() {
-                return Err(malformed("a pax global header described by another header"));
+            if header.is_star() {
+                return Err(malformed(format!(
+                    "{}: a star header, whose name readers take apart differently",
+                    String::from_utf8_lossy(&header.name())
+                )));
             }
+            let (records, pax_range) = pax.map_or((pax::Records::default(), None), |(r, range)| (r, Some(range)));
             // Two names for one entry, which Go's reader and others resolve differently.
             if (long_name.is_some() && records.path.is_some()) || (long_link.is_some() && records.link.is_some()) {
                 return Err(malformed("an entry named both by a GNU long name and by a pax record"));
             }
             let path = long_name.or(records.path).unwrap_or_else(|| header.name());
+            let kind = header.kind(&path, self.dialect)?;
+            if kind == Kind::Global && !described_by.is_empty() {
+                return Err(malformed("a pax global header described by another header"));
+            }
             let size = records.size.unwrap_or(size);
             // dpkg and Go's reader read contents for regular files only: a size anywhere else
             // would make them and GNU tar read the entries that follow differently.
@@ -372,15 +410,30 @@ impl<R: Read> Reader<R> {
                     String::from_utf8_lossy(&path)
                 )));
             }
-            if size > MAX_FILE || (kind == Kind::Global && size > pax::MAX_HEADER) {
+            if kind == Kind::Global && size > pax::MAX_HEADER {
                 return Err(malformed(format!("{}: {size} bytes", String::from_utf8_lossy(&path))));
             }
             let link = long_link
                 .or(records.link)
                 .unwrap_or_else(|| until_nul(&header.0[LINKNAME.0..LINKNAME.0 + LINKNAME.1]).to_vec());
+            let climbs = |what: &[u8]| malformed(format!("{}: a path that climbs (..)", String::from_utf8_lossy(what)));
+            let relative_path = relative(&path).ok_or_else(|| climbs(&path))?;
+            // A symbolic link may name `..`; a hard link names a file of the archive.
+            let relative_link =
+                if kind == Kind::HardLink { relative(&link).ok_or_else(|| climbs(&link))? } else { Vec::new() };
             (self.left, self.padding) = (size, padded(size)? - size);
             let pax_size = pax_range.filter(|_| records.size.is_some());
-            return Ok(Some(Entry { described_by, pax_size, header, path, kind, size, link }));
+            return Ok(Some(Entry {
+                described_by,
+                pax_size,
+                header,
+                path,
+                kind,
+                size,
+                link,
+                relative_path,
+                relative_link,
+            }));
         }
     }
 
@@ -481,7 +534,7 @@ pub fn write_entry(out: &mut impl Write, entry: &Entry, contents: &mut impl Read
             entry.size
         )));
     }
-    let padding = entry.size.div_ceil(BLOCK as u64) * BLOCK as u64 - entry.size;
+    let padding = padded(entry.size).map_err(|e| io::Error::other(e.to_string()))? - entry.size;
     out.write_all(&vec![0u8; padding as usize])
 }
 
@@ -559,6 +612,17 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_made_relative_to_the_root_and_may_not_climb() {
+        assert_eq!(relative(b"./usr//bin/./ls").as_deref(), Some(&b"usr/bin/ls"[..]));
+        assert_eq!(relative(b"/usr/bin/").as_deref(), Some(&b"usr/bin"[..]));
+        assert_eq!(relative(b"usr/lib/..x/y").as_deref(), Some(&b"usr/lib/..x/y"[..]));
+        assert_eq!(relative(b"lib/firmware/../../usr/bin/x"), None);
+        // A symbolic link may point up; a hard link may not.
+        let bytes = archive(&[("./a", b'0', b"x"), ("./l", b'2', b"")]);
+        assert!(entries(&bytes).is_ok());
+    }
+
+    #[test]
     fn a_new_size_gets_a_new_checksum() {
         let mut header = header("./bin/x", b'0', 5);
         assert!(header.checksum_ok());
@@ -584,6 +648,34 @@ mod tests {
         ] {
             assert!(matches!(entries(&bytes), Err(TarError::Malformed(_))), "{what}");
         }
+        // A directory by its long name, not its header's.
+        let hidden = archive(&[("./usr/bin/evil", b'0', b"\x7fELF")]);
+        let bytes = archive(&[("././@LongLink", b'L', b"./usr/share/x/\0"), ("./usr/share/x", b'0', &hidden)]);
+        assert!(matches!(entries(&bytes), Err(TarError::Malformed(_))), "a directory by its long name");
+        for dialect in [Dialect::Dpkg, Dialect::Layer] {
+            for (what, bytes) in [
+                ("a path that climbs", archive(&[("./lib/firmware/../../usr/bin/x", b'0', b"x")])),
+                ("a hard link that climbs", archive(&[("./a", b'0', b"x"), ("./b", b'1', b"")])),
+            ] {
+                let mut bytes = bytes;
+                if what.starts_with("a hard link") {
+                    // Its link name: `../a`.
+                    let at = 2 * BLOCK;
+                    bytes[at + LINKNAME.0..at + LINKNAME.0 + 4].copy_from_slice(b"../a");
+                    let mut header = Header(bytes[at..at + BLOCK].try_into().unwrap());
+                    header.set_size(0);
+                    bytes[at..at + BLOCK].copy_from_slice(&header.0);
+                }
+                assert!(matches!(entries_as(&bytes, dialect), Err(TarError::Malformed(_))), "{what} ({dialect:?})");
+            }
+            let mut star = header("./a", b'0', 0);
+            star.0[MAGIC.0..MAGIC.0 + 8].copy_from_slice(b"ustar\x0000");
+            star.0[508..512].copy_from_slice(b"tar\0");
+            star.set_size(0);
+            let mut bytes = star.0.to_vec();
+            bytes.extend_from_slice(&[0; 2 * BLOCK]);
+            assert!(matches!(entries_as(&bytes, dialect), Err(TarError::Malformed(_))), "a star header");
+        }
         let mut corrupted = archive(&[("./a", b'0', b"x")]);
         corrupted[10] ^= 1;
         assert!(matches!(entries(&corrupted), Err(TarError::Malformed(_))), "a bad checksum");
@@ -596,18 +688,7 @@ mod tests {
     }
 
     fn pax(records: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (key, value) in records {
-            let body = key.len() + value.len() + 3;
-            let mut length = body + 1;
-            while length != body + length.to_string().len() {
-                length = body + length.to_string().len();
-            }
-            out.extend_from_slice(format!("{length} {key}=").as_bytes());
-            out.extend_from_slice(value);
-            out.push(b'\n');
-        }
-        out
+        records.iter().flat_map(|(key, value)| pax::record(key.as_bytes(), value)).collect()
     }
 
     /// A layer's pax headers name and size the entry after them, are kept byte for byte, and a
@@ -692,6 +773,11 @@ mod tests {
         ] {
             assert!(matches!(entries_as(&bytes, Dialect::Layer), Err(TarError::Malformed(_))), "{what}");
         }
+        // A directory by its pax name, not its header's: its contents would be entries to Go.
+        let hidden = archive(&[("./usr/bin/evil", b'0', b"\x7fELF")]);
+        let named_dir = pax(&[("path", b"usr/share/x/")]);
+        let bytes = archive(&[("./P", b'x', &named_dir), ("usr/share/x", 0, &hidden)]);
+        assert!(matches!(entries_as(&bytes, Dialect::Layer), Err(TarError::Malformed(_))), "a pax-named directory");
         let global = archive(&[("g", b'g', b"11 a=bcdef\n")]);
         assert!(entries(&global).is_err(), "dpkg does not read a global header");
         assert!(entries_as(&global, Dialect::Layer).is_ok());

@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{Keys, Scratch, elfsig, keys};
+use common::{Keys, Scratch, elfsig, is_root, keys};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
@@ -100,14 +100,6 @@ fn build_package(scratch: &Scratch, name: &str, compression: &str) -> PathBuf {
     let deb = scratch.path(&format!("{name}.deb"));
     run("dpkg-deb", &["--build".as_ref(), format!("-Z{compression}").as_ref(), root.as_os_str(), deb.as_os_str()]);
     deb
-}
-
-/// Whether the tests run as root (effective user, from /proc): only root gives files away.
-fn is_root() -> bool {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
 }
 
 fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) {

@@ -120,26 +120,7 @@ fn verify(args: &DebVerifyArgs, quiet: bool) -> Result<ExitCode, Error> {
     let paths: Vec<PathBuf> = packages.into_iter().map(|(path, _)| path).collect();
     Ok(output::run_all(&paths, Verbosity::from_quiet(quiet), "verified", |_, path| {
         match check::check(path, &trusted, &args.architecture) {
-            Ok(checked) if checked.refused.is_empty() => Outcome::Done {
-                line: Some(format!(
-                    "{}: OK ({} ELF {} verified{})",
-                    path.display(),
-                    checked.verified,
-                    if checked.verified == 1 { "file" } else { "files" },
-                    output::left_alone(&checked.skipped)
-                )),
-                notes: Vec::new(),
-            },
-            Ok(checked) => {
-                let each: Vec<String> =
-                    checked.refused.iter().map(|(file, e)| format!("  {}: {e}", file.display())).collect();
-                let count = checked.refused.len();
-                let what = if count == 1 { "file" } else { "files" };
-                Outcome::Failed(
-                    Error::msg(format!("{count} ELF {what} the module would refuse:\n{}", each.join("\n"))),
-                    None,
-                )
-            }
+            Ok(checked) => checked.outcome(path),
             Err(e) => Outcome::Failed(e, None),
         }
     }))

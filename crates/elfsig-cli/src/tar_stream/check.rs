@@ -12,6 +12,7 @@ use crate::architecture::Machines;
 use crate::commands::verify;
 use crate::crypto::cert::TrustedCert;
 use crate::error::Error;
+use crate::output::{self, Outcome};
 use crate::skip::Skip;
 
 /// What checking a stream found.
@@ -23,6 +24,28 @@ pub struct Checked {
     pub skipped: BTreeMap<Skip, usize>,
     /// ELF files the module would refuse, each named `PACKAGE:PATH`, and why.
     pub refused: Vec<(PathBuf, Error)>,
+}
+
+impl Checked {
+    /// How checking the stream of `name` (a package, a layer) went, as `verify` reports it:
+    /// a line for a stream the module would run whole, else a failure naming each file it
+    /// would refuse.
+    pub fn outcome(self, name: &Path) -> Outcome {
+        if self.refused.is_empty() {
+            let line = format!(
+                "{}: OK ({} ELF {} verified{})",
+                name.display(),
+                self.verified,
+                if self.verified == 1 { "file" } else { "files" },
+                output::left_alone(&self.skipped)
+            );
+            return Outcome::Done { line: Some(line), notes: Vec::new() };
+        }
+        let each: Vec<String> = self.refused.iter().map(|(file, e)| format!("  {}: {e}", file.display())).collect();
+        let count = self.refused.len();
+        let what = if count == 1 { "file" } else { "files" };
+        Outcome::Failed(Error::msg(format!("{count} ELF {what} the module would refuse:\n{}", each.join("\n"))), None)
+    }
 }
 
 /// Checks the ELF files for `native` machines in the stream `reader` reads against `trusted`.

@@ -9,12 +9,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use elfsig_core::elf::ELF_MAGIC;
-use md5::{Digest, Md5};
+use md5::Md5;
 
 use crate::architecture::Machines;
 use crate::elf_file::OpenFile;
 use crate::error::Error;
 use crate::skip::{Place, Skip};
+use crate::stream::HashingWriter;
 use crate::tar_stream as tar;
 
 /// What a regular file of the package turned out to be.
@@ -42,18 +43,26 @@ pub fn examine<R: Read>(
     native: &Machines,
 ) -> Result<Found, Error> {
     let name = name(package, entry);
+    let reader_dialect = reader.dialect();
     let mut contents = reader.contents();
     let magic = self::magic(&mut contents).map_err(|e| Error::io("cannot read", &name, e))?;
     if magic != ELF_MAGIC {
         return Ok(Found::Other(magic));
     }
+    if entry.size > tar::MAX_FILE {
+        return Err(Error::msg(format!("{}: an ELF file of {} bytes", name.display(), entry.size)));
+    }
     let mut copy = tempfile::tempfile().map_err(|e| Error::io("cannot create a temporary copy of", &name, e))?;
-    let mut hashing = HashingWriter::new(&mut copy);
+    let mut hashing = Md5Writer::new(&mut copy);
     hashing.write_all(&magic).map_err(|e| Error::io("cannot write a temporary copy of", &name, e))?;
     io::copy(&mut contents, &mut hashing).map_err(|e| Error::io("cannot copy", &name, e))?;
-    let md5 = hashing.finish();
+    let md5 = hashing.finish().1.into();
     let file = Box::new(OpenFile::from_file(name, copy)?);
-    let skip = Skip::classify_open(&file, Place::Installed(installed(entry.relative_path())), native);
+    let place = match reader_dialect {
+        tar::Dialect::Dpkg => Place::Installed(installed(entry.relative_path())),
+        tar::Dialect::Layer => Place::Image(installed(entry.relative_path())),
+    };
+    let skip = Skip::classify_open(&file, place, native);
     Ok(Found::Elf { file, md5, skip })
 }
 
@@ -109,39 +118,8 @@ pub fn rewound(file: &mut File, name: &Path) -> Result<(), Error> {
     file.rewind().map_err(|e| Error::io("cannot read back", name, e))
 }
 
-/// A writer that computes the MD5 of what goes through it.
-#[derive(Debug)]
-pub struct HashingWriter<W> {
-    inner: W,
-    md5: Md5,
-    /// How many bytes went through.
-    pub len: u64,
-}
-
-impl<W: Write> HashingWriter<W> {
-    /// Hashes what goes to `inner`.
-    pub fn new(inner: W) -> Self {
-        HashingWriter { inner, md5: Md5::new(), len: 0 }
-    }
-
-    /// The MD5 of everything written.
-    pub fn finish(self) -> [u8; 16] {
-        self.md5.finalize().into()
-    }
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.md5.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
+/// A writer that computes the MD5 of what goes through it (as `md5sums` lists files).
+pub type Md5Writer<W> = HashingWriter<W, Md5>;
 
 /// A size in KiB, rounded up, as dpkg-gencontrol counts each file in `Installed-Size`.
 pub fn kib(size: u64) -> i64 {

@@ -106,7 +106,7 @@ pub fn with_size(data: &[u8], size: u64) -> Result<Vec<u8>, TarError> {
 }
 
 /// One record: its length counts its own digits.
-fn record(key: &[u8], value: &[u8]) -> Vec<u8> {
+pub(super) fn record(key: &[u8], value: &[u8]) -> Vec<u8> {
     let body = key.len() + value.len() + 3; // ' ', '=', '\n'
     let mut length = body + 1;
     while length != body + length.to_string().len() {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use elfsig_core::Entitlements;
 
-use super::files::{self, Found, HashingWriter};
+use super::files::{self, Found, Md5Writer};
 use super::{Kind, Reader};
 use crate::architecture::Machines;
 use crate::commands::sign;
@@ -55,7 +55,8 @@ impl Grants {
                 sign::Entitle::Exactly(entitlements) => entitlements,
                 sign::Entitle::Keep => Entitlements::NONE,
             };
-            let path = super::relative(file.as_os_str().as_encoded_bytes()).to_vec();
+            let path = super::relative(file.as_os_str().as_encoded_bytes())
+                .ok_or_else(|| Error::Usage(format!("--entitle {}: a path that climbs (..)", file.display())))?;
             if grants.insert(path, entitlements).is_some() {
                 return Err(Error::Usage(format!("--entitle names {} twice", file.display())));
             }
@@ -172,10 +173,10 @@ pub fn rewrite<R: Read>(
                 }
                 Found::Elf { file, md5, skip: None } => {
                     let mut signed = files::scratch(&file.path)?;
-                    let mut hashing = HashingWriter::new(&mut signed);
+                    let mut hashing = Md5Writer::new(&mut signed);
                     let entitle = grants.entitle(entry.relative_path());
                     sign::sign_open(&file, signer, entitle, &mut hashing, &file.path)?;
-                    let (len, new_md5) = (hashing.len, hashing.finish());
+                    let (len, new_md5): (u64, [u8; 16]) = (hashing.len, hashing.finish().1.into());
                     resigned.signed += 1;
                     if let sign::Entitle::Exactly(entitlements) = entitle {
                         resigned.entitled.push((entry.relative_path().to_vec(), entitlements));

@@ -6,6 +6,7 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod images;
 pub mod in_process;
 pub mod layout;
 pub mod messages;
@@ -20,6 +21,14 @@ use std::sync::{Mutex, OnceLock};
 
 use assert_cmd::Command;
 use tempfile::TempDir;
+
+/// Whether the tests run as root (effective user, from /proc): only root gives files away.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
 
 /// The `elfsig` binary under test.
 pub fn elfsig() -> Command {
