@@ -16,6 +16,7 @@
 
 mod archive;
 mod bench;
+mod containers;
 mod ext4;
 mod files;
 pub mod image;
@@ -79,8 +80,9 @@ impl Inputs {
         variant: image::Variant<'_>,
         for_checks: bool,
         archives: &archive::Archives,
+        containers: Option<&containers::Images>,
     ) -> Result<image::Image> {
-        let parts = image::Parts { elfsig: &self.elfsig, guest: &self.guest, bench: &self.bench, archives };
+        let parts = image::Parts { elfsig: &self.elfsig, guest: &self.guest, bench: &self.bench, archives, containers };
         image::make(&self.debian, &parts, variant, for_checks)
     }
 }
@@ -112,14 +114,15 @@ pub fn signed_image() -> Result<image::Image> {
     }
     let inputs = Inputs::build()?;
     let archives = inputs.archives()?;
-    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, &archives)
+    inputs.make(image::Variant::Signed(&inputs.keys.kernel), false, &archives, None)
 }
 
 /// Builds the images (from the cached Debian 13 root), boots both and checks them.
 pub fn test() -> Result {
     let inputs = Inputs::build()?;
     let archives = inputs.archives()?;
-    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, &archives)?;
+    let containers = containers::make(&inputs.elfsig, &inputs.keys.kernel)?;
+    let signed = inputs.make(image::Variant::Signed(&inputs.keys.kernel), true, &archives, Some(&containers))?;
     *signed_made()? = Some(signed.clone());
     // The same system with its module loaded by initramfs-tools' initramfs and by dracut's, at
     // once (the disk is a copy-on-write snapshot for each). Both are checked even when one
@@ -153,11 +156,14 @@ pub fn test() -> Result {
     secure.disk = Some(qemu::Disk::Kept(&kept));
     // apt, initramfs rebuilds, a kernel installed and every file verified, under emulation.
     secure.timeout_secs = 3000;
-    let boots = [secure, system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut)];
+    let mut dracut_boot = system_boot(&signed, dracut_initrd, "distro-dracut", &with_dracut);
+    // The containers' cases besides the rest: images loaded and containers started, emulated.
+    dracut_boot.timeout_secs = 2400;
+    let boots = [secure, dracut_boot];
     // The unsigned image is made meanwhile, on what the two guests leave of the CPUs (they wait
     // on timers and devices in their early boot).
     let (checked, unsigned) = std::thread::scope(|scope| {
-        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false, &archives));
+        let making = scope.spawn(|| inputs.make(image::Variant::Unsigned, false, &archives, None));
         let checked: Vec<Result> =
             qemu::boot_each(&boots).into_iter().map(|run| run.and_then(|run| vm::check_report(&run.console))).collect();
         (checked, making.join().unwrap_or_else(|_| Err("making the unsigned image panicked".into())))

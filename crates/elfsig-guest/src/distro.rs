@@ -17,7 +17,7 @@ use elfsig_guest::image::{
 };
 use elfsig_guest::system::{AuditDaemon, INTEGRITY_DATA, audit_fields};
 
-use crate::{builds, kernel_update, secure_boot, upgrade};
+use crate::{builds, containers, kernel_update, secure_boot, upgrade};
 
 /// Where the checks put their files: on the root file system, as a user's would be.
 const WORK: &str = "/root/elfsig-check";
@@ -233,6 +233,7 @@ fn enforce() {
         upgrade::upgrade(&mut suite);
         kernel_update::update(&mut suite);
     } else {
+        containers::containers(&mut suite);
         builds::builds(&mut suite);
     }
     suite.run("elfsig: the signed Debian system under enforce");

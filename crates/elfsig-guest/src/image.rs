@@ -171,6 +171,18 @@ pub const ARCHIVE_REBUILT_SUFFIX: &str = "+elfsig1";
 pub const ARCHIVE_INSTALLED: &str = "openssh-server";
 /// A package with a program, not installed, as Debian ships it: the gate refuses it.
 pub const ARCHIVE_UNMODIFIED: &str = "hello";
+/// The container tools the signed system installs from its archive, without what they only
+/// recommend: podman, both OCI runtimes, what rootless containers need (subordinate ids,
+/// user-mode networking, an init for `--init`), and the system bus, through which crun asks
+/// systemd for each container's cgroup.
+pub const CONTAINER_PACKAGES: &str = "podman crun runc uidmap passt catatonit dbus";
+/// Where the signed system keeps the container images its checks run: OCI archives of an
+/// image made from Debian's packages, as `elfsig oci sign` signed it and as it was.
+pub const CONTAINER_IMAGES: &str = "/var/lib/elfsig-check/images";
+/// The signed image's archive, in [`CONTAINER_IMAGES`].
+pub const CONTAINER_SIGNED: &str = "debian-signed.tar";
+/// The unsigned image's archive, in [`CONTAINER_IMAGES`].
+pub const CONTAINER_UNSIGNED: &str = "debian-unsigned.tar";
 /// The signed policy the Debian system's initramfs loads after the module (kmod/boot/).
 pub const DISTRO_POLICY: &str = "/etc/elfsig/policy";
 /// The policy's serial.

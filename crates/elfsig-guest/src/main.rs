@@ -5,6 +5,7 @@ mod admin;
 mod audit;
 mod builds;
 mod cases;
+mod containers;
 mod distro;
 mod fuse;
 mod guard_control;

@@ -6,7 +6,8 @@
 //!
 //! It holds what `apt-get upgrade` finds newer than the system in trixie-updates and
 //! trixie-security on the day the mirror was made (the system is made from the release suite
-//! alone), what `apt-get install openssh-server` adds, the kernel update from trixie-backports
+//! alone), what `apt-get install openssh-server` adds, the container tools (podman and what it
+//! runs, without what it only recommends), the kernel update from trixie-backports
 //! (`debian_kernel::UPDATE_RELEASE`, with what it depends on), and `kmod` rebuilt with a higher version,
 //! so that an upgrade always happens, and one whose trigger rebuilds the initramfs, which the
 //! system reboots into; the system's policy as a package (`policy.rs`); and elfsig's own
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use elfsig_guest::image::{
-    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, ELFSIG_PACKAGE,
+    ARCHIVE_INSTALLED, ARCHIVE_REBUILT, ARCHIVE_REBUILT_SUFFIX, ARCHIVE_UNMODIFIED, CONTAINER_PACKAGES, ELFSIG_PACKAGE,
 };
 
 use super::files::{copy, parent_made, write};
@@ -99,35 +100,42 @@ pub fn make(
     Ok(Archives { signed, unsigned, other, key, policies, mok })
 }
 
-/// The packages mirrored for the Debian 13 root, downloaded once into the cache.
+/// The packages mirrored for the Debian 13 root, downloaded once into the cache (named after
+/// the root and what is downloaded).
 fn mirrored(debian: &DebianKernel) -> Result<PathBuf> {
+    let mirror = std::env::var("ELFSIG_DEBIAN_MIRROR").unwrap_or_else(|_| crate::debian_kernel::MIRROR.to_owned());
+    let security = std::env::var("ELFSIG_DEBIAN_SECURITY_MIRROR").unwrap_or_else(|_| SECURITY_MIRROR.to_owned());
+    let download = format!(
+        "set -e; printf 'deb {mirror} trixie main\\ndeb {mirror} trixie-updates main\\ndeb {security} trixie-security main\\n' \
+         > /etc/apt/sources.list; rm -f /etc/apt/sources.list.d/*; \
+         apt-get -qq update; apt-get -qq -y --download-only upgrade; \
+         apt-get -qq -y --download-only install {ARCHIVE_INSTALLED}; \
+         apt-get -qq -y --download-only --no-install-recommends install {CONTAINER_PACKAGES}; \
+         printf 'deb {mirror} trixie-backports main\\n' >> /etc/apt/sources.list; apt-get -qq update; \
+         apt-get -qq -y --download-only install {update}; \
+         cd /var/cache/apt/archives; apt-get -qq download {ARCHIVE_REBUILT} {ARCHIVE_UNMODIFIED}",
+        update = crate::debian_kernel::update_image_package(),
+    );
     let root_name = debian.root.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned());
-    let dir = paths::cache().join("archive-mirror").join(root_name.unwrap_or_default());
+    let mut key = crate::kernel::Fnv::new();
+    key.add(download.as_bytes());
+    let parent = paths::cache().join("archive-mirror");
+    let dir = parent.join(format!("{}-{:016x}", root_name.unwrap_or_default(), key.finish()));
     let debs = dir.join("debs");
     if dir.join("ready").exists() {
         eprintln!("xtask: reusing the packages mirrored in {}", debs.display());
         return Ok(debs);
     }
     let _ = fs::remove_dir_all(&dir);
+    // Mirrors of other roots, or of other lists of packages, are stale.
+    for stale in fs::read_dir(&parent).into_iter().flatten().filter_map(|e| e.ok().map(|e| e.path())) {
+        eprintln!("xtask: removing the stale {}", stale.display());
+        let _ = fs::remove_dir_all(stale);
+    }
     let scratch = dir.join("scratch");
     fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let mirror = std::env::var("ELFSIG_DEBIAN_MIRROR").unwrap_or_else(|_| crate::debian_kernel::MIRROR.to_owned());
-    let security = std::env::var("ELFSIG_DEBIAN_SECURITY_MIRROR").unwrap_or_else(|_| SECURITY_MIRROR.to_owned());
     // On an overlay of the root, which stays as it is: its packages are what is installed.
-    chroot::run_in_overlay(
-        &debian.root,
-        &scratch,
-        &format!(
-            "set -e; printf 'deb {mirror} trixie main\\ndeb {mirror} trixie-updates main\\ndeb {security} trixie-security main\\n' \
-             > /etc/apt/sources.list; rm -f /etc/apt/sources.list.d/*; \
-             apt-get -qq update; apt-get -qq -y --download-only upgrade; \
-             apt-get -qq -y --download-only install {ARCHIVE_INSTALLED}; \
-             printf 'deb {mirror} trixie-backports main\\n' >> /etc/apt/sources.list; apt-get -qq update; \
-             apt-get -qq -y --download-only install {update}; \
-             cd /var/cache/apt/archives; apt-get -qq download {ARCHIVE_REBUILT} {ARCHIVE_UNMODIFIED}",
-            update = crate::debian_kernel::update_image_package(),
-        ),
-    )?;
+    chroot::run_in_overlay(&debian.root, &scratch, &download)?;
     let downloaded = scratch.join("upper/var/cache/apt/archives");
     fs::create_dir_all(&debs).map_err(|e| format!("cannot create {}: {e}", debs.display()))?;
     for entry in fs::read_dir(&downloaded).map_err(|e| format!("cannot read {}: {e}", downloaded.display()))? {

@@ -17,7 +17,7 @@ use std::time::Instant;
 use elfsig_guest::image::DISTRO_CHECK;
 
 use super::files::{copy, is_elf, regular_files, symlink, write};
-use super::{archive, bench, ext4, policy, secure_boot};
+use super::{archive, bench, containers, ext4, policy, secure_boot};
 use crate::cmd::Cmd;
 use crate::debian_kernel::{self, DebianKernel};
 use crate::keys::KeyPair;
@@ -35,6 +35,8 @@ pub struct Parts<'a> {
     /// The package archives (elfsig's packages among them) and gate, which the signed system
     /// is kept up to date from; the unsigned one takes elfsig's packages from there too.
     pub archives: &'a archive::Archives,
+    /// The container images the signed system's checks run, with podman from the archive.
+    pub containers: Option<&'a containers::Images>,
 }
 
 /// Which system.
@@ -95,6 +97,9 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
     match variant {
         Variant::Signed(key) => archive::install(&root, parts.archives, &key.cert)?,
         Variant::Unsigned => archive::install_unsigned(&root, parts.archives)?,
+    }
+    if let (Variant::Signed(_), Some(images)) = (variant, parts.containers) {
+        containers::install(&root, images)?;
     }
     install(&root, parts, variant)?;
     let firmware = match variant {
