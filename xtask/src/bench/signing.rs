@@ -137,7 +137,7 @@ fn make_image(dir: &Path, count: usize) -> Result<(usize, u64)> {
     let _ = fs::remove_dir_all(&trees);
     let layout = dir;
     let image = format!("{}:bench", layout.display());
-    Cmd::new("umoci").args(["init", "--layout"]).arg(&layout).run()?;
+    Cmd::new("umoci").args(["init", "--layout"]).arg(layout).run()?;
     Cmd::new("umoci").args(["new", "--image", &image]).run()?;
     let rootless: &[&str] = if crate::deps::is_root() { &[] } else { &["--rootless"] };
     let bundle = trees.join("bundle");
