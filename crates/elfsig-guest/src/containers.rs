@@ -1,8 +1,9 @@
 //! Containers under enforce (`cargo xtask distro`'s dracut boot, beside the upgrade): podman,
 //! installed from the signed archive, runs an image made from Debian's packages and signed by
-//! `elfsig oci sign` as root with crun and with runc, with nothing refused; the same image
-//! unsigned is refused at its first exec, the kernel's log names the file, podman says it
-//! failed, and the host keeps running.
+//! `elfsig oci sign` as root with crun and with runc, and as an unprivileged user (rootless:
+//! the image's layers in the user's home, overlayfs in a user namespace), with nothing refused;
+//! the same image unsigned is refused at its first exec, the kernel's log names the file,
+//! podman says it failed, and the host keeps running.
 
 use elfsig_guest::debian::{run, succeeds, tail};
 use elfsig_guest::harness::{self, Outcome, Suite, ensure};
@@ -35,6 +36,51 @@ pub(crate) fn containers(suite: &mut Suite<'_>) {
         "as root: the unsigned image's program is refused at exec, the kernel names it, podman fails, the host runs on",
         unsigned_refused,
     );
+    suite.case(
+        "rootless, as a user with subordinate ids: the signed image loads and runs a pipeline and perl's XS modules; \
+         podman exec works; nothing refused",
+        || refusing_nothing(rootless),
+    );
+}
+
+/// The unprivileged user rootless podman runs as.
+const USER: &str = "elfsig-podman";
+
+/// Runs `script` as [`USER`], in a login-like environment of its own (no systemd session: a
+/// runtime directory made for it), as `sh` would.
+fn as_user(script: &str) -> Result<(bool, String), String> {
+    let path = "/tmp/elfsig-rootless.sh";
+    std::fs::write(path, script).map_err(|e| format!("{path}: {e}"))?;
+    run(&format!(
+        "runuser -u {USER} -- env -i HOME=/home/{USER} PATH=/usr/bin:/bin XDG_RUNTIME_DIR=/run/user/$(id -u {USER}) \
+         sh {path}"
+    ))
+}
+
+fn rootless() -> Outcome {
+    // As useradd makes a user where uidmap is installed: subordinate ids for its namespaces.
+    succeeds(&format!("id {USER} >/dev/null 2>&1 || useradd --create-home --shell /bin/sh {USER}"))?;
+    succeeds(&format!(
+        "grep -q '^{USER}:' /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 {USER}"
+    ))?;
+    succeeds(&format!("install -d -m 700 -o {USER} -g {USER} /run/user/$(id -u {USER})"))?;
+    let podman = "podman --cgroup-manager cgroupfs";
+    let (ok, output) = as_user(&format!(
+        "set -e; {podman} load --input {CONTAINER_IMAGES}/{CONTAINER_SIGNED} > /tmp/elfsig-rootless-load; \
+         loaded=$(sed -n 's/^Loaded image[^:]*: //p' /tmp/elfsig-rootless-load | cut -d, -f1); \
+         {podman} tag \"$loaded\" {SIGNED}; \
+         {podman} info --format '{{{{.Store.GraphDriverName}}}} rootless={{{{.Host.Security.Rootless}}}}'; \
+         {podman} run --rm --network none {SIGNED} sh -c 'ls -l /usr/bin | sort | tail -n 3 | wc -l; id -u'; \
+         {podman} run --rm --network none {SIGNED} perl -MPOSIX -e 'print POSIX::floor(7.5), qq(\\n)'; \
+         {podman} run -d --name rootless-exec --network none {SIGNED} sleep 600 >/dev/null; \
+         {podman} exec rootless-exec sh -c 'echo exec'; {podman} rm -f -t 0 rootless-exec >/dev/null"
+    ))?;
+    for expected in ["overlay rootless=true", "3\n0\n", "7\n", "exec\n"] {
+        ensure(ok && output.contains(expected), || {
+            format!("rootless podman (exit ok: {ok}), without {expected:?}: {}", tail(&output))
+        })?;
+    }
+    Ok(())
 }
 
 /// `podman load`s the archive `name` of [`CONTAINER_IMAGES`] and names the image `tag`.
