@@ -136,7 +136,7 @@ pub fn run_all(
 /// objects)`; `None` for none.
 pub fn skipped_summary(skipped: &std::collections::BTreeMap<Skip, usize>, what: &str) -> Option<String> {
     let total: usize = skipped.values().sum();
-    let each: Vec<String> = skipped.iter().map(|(skip, n)| format!("{n} {}", skip.plural())).collect();
+    let each: Vec<String> = skipped.iter().map(|(skip, n)| skip.counted(*n)).collect();
     (total > 0).then(|| format!("{total} {what} ({})", each.join(", ")))
 }
 

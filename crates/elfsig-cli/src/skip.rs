@@ -78,6 +78,19 @@ impl Skip {
         }
     }
 
+    /// What the summary calls `count` of them: "1 kernel module", "2 kernel modules".
+    pub fn counted(self, count: usize) -> String {
+        let plural = self.plural();
+        let singular = match self {
+            Skip::KernelModule | Skip::Object | Skip::DebugFile | Skip::CoreDump | Skip::Firmware => {
+                plural.strip_suffix('s').unwrap_or(plural)
+            }
+            Skip::OtherName => "other name of a signed file",
+            _ => plural,
+        };
+        format!("{count} {}", if count == 1 { singular } else { plural })
+    }
+
     /// What the summary calls a number of them.
     pub fn plural(self) -> &'static str {
         match self {

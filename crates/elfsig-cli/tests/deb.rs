@@ -188,7 +188,7 @@ fn packages_are_resigned_faithfully_in_every_compression() {
         assert_eq!(
             said.trim(),
             format!(
-                "{}: 4 ELF files signed, 3 left alone (1 kernel modules, 1 firmware files, 1 for other architectures)",
+                "{}: 4 ELF files signed, 3 left alone (1 kernel module, 1 firmware file, 1 for other architectures)",
                 signed.display()
             ),
             "{compression}"
@@ -264,7 +264,7 @@ fn packages_are_resigned_faithfully_in_every_compression() {
             .assert()
             .success()
             .stdout(format!(
-                "{}: OK (4 ELF files verified, 3 left alone (1 kernel modules, 1 firmware files, 1 for other architectures))\n",
+                "{}: OK (4 ELF files verified, 3 left alone (1 kernel module, 1 firmware file, 1 for other architectures))\n",
                 signed.display()
             ));
         let refused = deb_verify(&keys).arg(&original).assert().code(1);

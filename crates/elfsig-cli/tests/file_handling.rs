@@ -595,7 +595,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         stderr.contains(&format!("elfsig: {}: skipped: code for another architecture", foreign.display())),
         "{stderr}"
     );
-    let summary = "elfsig: signed: 3 done, 8 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files, 1 for other architectures)\n";
+    let summary = "elfsig: signed: 3 done, 8 skipped (2 not ELF, 1 kernel module, 1 object, 1 debug file, 1 core dump, 1 firmware file, 1 for other architectures)\n";
     assert!(stderr.ends_with(summary), "{stderr}");
     for (path, bytes) in &left_alone {
         assert!(fs::read(path).unwrap() == *bytes, "{} was changed", path.display());
@@ -636,7 +636,7 @@ fn recursive_signs_every_elf_file_in_the_tree_and_nothing_else() {
         .stdout(contains(tampered.display().to_string()).not())
         .stderr(contains(format!("elfsig: {}: modified since it was signed", tampered.display())))
         .stderr(contains(
-            "elfsig: verified: 2 done, 8 skipped (2 not ELF, 1 kernel modules, 1 objects, 1 debug files, 1 core dumps, 1 firmware files, 1 for other architectures), 1 failed",
+            "elfsig: verified: 2 done, 8 skipped (2 not ELF, 1 kernel module, 1 object, 1 debug file, 1 core dump, 1 firmware file, 1 for other architectures), 1 failed",
         ));
 }
 
