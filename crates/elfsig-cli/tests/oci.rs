@@ -671,11 +671,7 @@ fn a_new_layer_drops_what_described_the_old_blob() {
     manifest["layers"][0]["annotations"]["io.github.containers.zstd-chunked.manifest-position"] = "1:2:3:4".into();
     manifest["layers"][0]["annotations"]["io.github.containers.zstd-chunked.manifest-checksum"] = "sha256:00".into();
     let (digest, size) = images::blob(&dir, &serde_json::to_vec(&manifest).unwrap());
-    images::layout(
-        &dir,
-        &[format!(r#"{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{digest}","size":{size}}}"#)],
-        "latest",
-    );
+    images::layout(&dir, &[images::manifest_listed(&digest, size)], "latest");
     let signed = scratch.path("signed");
     oci_sign(&keys).arg("-o").arg(&signed).arg(&dir).assert().success();
     let (manifest, _) = manifest_and_config(&signed);
@@ -710,15 +706,15 @@ fn usage_errors_and_images_elfsig_cannot_read() {
         r#"{{"schemaVersion":2,"config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{config_digest}","size":{config_size}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip+encrypted","digest":"{digest}","size":{size}}}]}}"#
     );
     let (digest, size) = images::blob(&dir, manifest.as_bytes());
-    images::layout(
-        &dir,
-        &[format!(r#"{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{digest}","size":{size}}}"#)],
-        "x",
-    );
+    images::layout(&dir, &[images::manifest_listed(&digest, size)], "x");
     oci_sign(&keys).arg(&dir).assert().code(1).stderr(contains("decrypt the image"));
     // An existing, non-empty output directory is not overwritten.
     let unsigned = base_image(&keys, &scratch, "unsigned");
     oci_sign(&keys).arg("-o").arg(&dir).arg(&unsigned).assert().code(2).stderr(contains("not empty"));
+    // An output it cannot write: said, and the image left as it was.
+    let before = tree(&unsigned);
+    oci_sign(&keys).arg("-o").arg("/proc/elfsig-oci-output").arg(&unsigned).assert().code(1).stderr(contains("cannot"));
+    assert_eq!(tree(&unsigned), before);
 }
 
 /// The checks the fuzz target `oci` makes (`common/images.rs`), on the base image's layers and

@@ -37,6 +37,13 @@ struct Job<'a> {
 
 /// The layers of `images`, each once per architecture.
 fn jobs<'a>(image: &Path, images: &[&'a image::Image]) -> Result<Vec<Job<'a>>, Error> {
+    if images.is_empty() {
+        return Err(Error::msg(format!(
+            "{}: no image for the architectures asked for (--architecture; this machine's is {})",
+            image.display(),
+            platform::host()
+        )));
+    }
     let mut seen = BTreeSet::new();
     let mut jobs = Vec::new();
     for each in images {
@@ -60,13 +67,6 @@ fn jobs<'a>(image: &Path, images: &[&'a image::Image]) -> Result<Vec<Job<'a>>, E
                 });
             }
         }
-    }
-    if jobs.is_empty() && images.is_empty() {
-        return Err(Error::msg(format!(
-            "{}: no image for the architectures asked for (--architecture; this machine's is {})",
-            image.display(),
-            platform::host()
-        )));
     }
     Ok(jobs)
 }

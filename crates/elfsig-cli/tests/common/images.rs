@@ -68,6 +68,12 @@ pub fn image(dir: &Path, architecture: &str, layers: &[Layer]) -> String {
     )
 }
 
+/// The descriptor of the image manifest `digest` of `size` bytes, without a platform, as
+/// `index.json` lists one.
+pub fn manifest_listed(digest: &str, size: usize) -> String {
+    format!(r#"{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"{digest}","size":{size}}}"#)
+}
+
 /// Writes the layout's `oci-layout` and its `index.json`, listing `manifests` (descriptors),
 /// the first named `name`.
 pub fn layout(dir: &Path, manifests: &[String], name: &str) {
