@@ -297,13 +297,34 @@ bool elfsig_shim_file_pinned(struct file *file)
 	return elfsig_pinned(elfsig_real_inode(file)->i_mapping);
 }
 
+/*
+ * The file a mapping of `file` ends up holding: under overlayfs, the real file each overlay
+ * opened, down through every overlay stacked below it (containers in containers: an overlay
+ * whose lower layer is itself an overlay, whose mmap hands the mapping on in turn). `file`
+ * itself for other files. Past the deepest stacking overlayfs allows, the overlay file it
+ * stopped at, which is no real inode: refused as opened before its copy-up.
+ */
+struct file *elfsig_shim_mapped_real_file(struct file *file)
+{
+	struct file *mapped;
+	int depth;
+
+	for (depth = 0; depth <= FILESYSTEM_MAX_STACK_DEPTH; depth++) {
+		mapped = elfsig_overlay_mapped(file);
+		if (!mapped)
+			break;
+		file = mapped;
+	}
+	return file;
+}
+
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id)
 {
 	struct inode *real = elfsig_real_inode(file);
-	struct file *mapped = elfsig_overlay_mapped(file);
+	struct file *mapped = elfsig_shim_mapped_real_file(file);
 
 	elfsig_real_id(real, file_inode(file), id);
-	if (mapped && file_inode(mapped) != real)
+	if (mapped != file && file_inode(mapped) != real)
 		id->facts |= ELFSIG_FACT_STALE_OPEN;
 }
 

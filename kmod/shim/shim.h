@@ -132,6 +132,8 @@ struct inode;
 void elfsig_shim_inode_id(const struct inode *inode, struct elfsig_file_id *id);
 /* The file's real inode, with its handle. May sleep. */
 void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
+/* The file a mapping of the file holds (through stacked overlays), the file itself elsewhere. */
+struct file *elfsig_shim_mapped_real_file(struct file *file);
 bool elfsig_shim_trust_initramfs(void);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 /* Refuses writers to the file's real inode (-ETXTBSY when it has some) until allowed again. */

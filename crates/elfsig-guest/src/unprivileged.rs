@@ -120,6 +120,16 @@ fn mount_overlay(lower: &str, dir: &str) -> Outcome {
     system::mount_with("overlay", &format!("{dir}/merged"), "overlay", 0, &options).context("mount overlayfs")
 }
 
+/// Containers in containers: overlayfs at `dir/inner/merged` over `lower`, and overlayfs at
+/// `dir/merged` whose lower layer is that overlay (rootless podman inside a container, a CI
+/// runner's nested builds).
+fn mount_nested_overlays(lower: &str, dir: &str) -> Outcome {
+    let inner = format!("{dir}/inner");
+    std::fs::create_dir_all(&inner).context("create the inner overlay's directory")?;
+    mount_overlay(lower, &inner)?;
+    mount_overlay(&format!("{inner}/merged"), dir)
+}
+
 /// Whether `guard-probe ARGS` was allowed (exit 0) or refused (exit 1).
 fn probe(args: &[&str]) -> Result<bool, String> {
     let out = run(GUARD_PROBE, args).context("run guard-probe")?;
@@ -181,6 +191,8 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("overlay_library_rewritten_below_is_refused", overlay_library_rewritten);
     suite.case("overlay_lower_file_open_for_writing_refuses_the_exec", overlay_lower_open_for_writing);
     suite.case("overlay_file_opened_before_its_copy_up_is_refused", overlay_stale_open);
+    suite.case("nested_overlays_run_signed_programs_and_refuse_the_rest", nested_overlays);
+    suite.case("nested_overlay_file_opened_before_a_copy_up_below_or_above_is_refused", nested_overlay_stale_open);
     suite.case("files_mapped_executable_cannot_be_opened_for_writing", mapped_executable_not_writable);
     suite.case("rootless_container_runs_its_trusted_lower_layers", rootless_container);
     suite.case("mounts_a_user_namespace_owns_are_refused_unless_allowed", user_namespace_mounts);
@@ -286,6 +298,82 @@ fn overlay_stale_open() -> Outcome {
             .map(drop)
     })?;
     audited(&daemon, "elfsig_mmap", "modified", &format!("/merged/{GUARD_LIBRARY}"))
+}
+
+/// Containers in containers: through an overlay whose lower layer is itself an overlay, signed
+/// programs (static and dynamic) and a signed library run, their verdicts kept by the file that
+/// holds the data; a program rewritten in the bottom layer, and unsigned programs written into
+/// either overlay, are refused.
+fn nested_overlays() -> Outcome {
+    let dir = user_dir("nested")?;
+    let signed = read(HELLO)?;
+    let unsigned = read(HELLO_UNSIGNED)?;
+    let lower = lower_layer(&dir, "prog", &signed)?;
+    let expected = read(format!("{EXPECTED}/cdynamic"))?;
+    let merged = format!("{dir}/merged");
+    let program = format!("{merged}/prog");
+    let daemon = audit()?;
+    let before = stats()?;
+    as_user_in_namespace(|| {
+        mount_nested_overlays(&format!("{lower}:{LIB_SIGNED}:{SIGNED}"), &dir)?;
+        runs(&program, &[], Some(HELLO_OUTPUT))?;
+        runs(&program, &[], Some(HELLO_OUTPUT))?;
+        runs(&format!("{merged}/cdynamic"), &[], Some(&expected))?;
+        let library = format!("{merged}/{GUARD_LIBRARY}");
+        ensure(probe(&["dlopen", &library])?, || "the signed library was refused through nested overlays".into())?;
+        elfsig_guest::harness::write_exec(&format!("{dir}/inner/merged/inner-written"), &unsigned)?;
+        refused(&format!("{merged}/inner-written"))?;
+        elfsig_guest::harness::write_exec(&format!("{merged}/outer-written"), &unsigned)?;
+        refused(&format!("{merged}/outer-written"))?;
+        overwrite(&format!("{lower}/prog"), &padded(&unsigned, signed.len())?)?;
+        refused(&program)
+    })?;
+    let after = stats()?;
+    ensure(grew(&before, &after, "cache_hits") >= 1, || "the nested program's verdict was never cached".into())?;
+    counters_grew(&before, &after, &[("unsigned", 3), ("modified", 0), ("program_replaced", 0)])?;
+    audited(&daemon, "elfsig_exec", "unsigned", "/merged/prog")
+}
+
+/// [`overlay_stale_open`] through nested overlays: a library opened through the outer overlay,
+/// then copied up in the inner overlay (below) or in the outer one (above), reads the copy and
+/// maps the unsigned file first opened: refused, and opened again it maps the signed copy.
+fn nested_overlay_stale_open() -> Outcome {
+    let (signed, unsigned) = guard_libraries()?;
+    for copied_up_in in ["inner", "outer"] {
+        let dir = user_dir(&format!("nested-stale-{copied_up_in}"))?;
+        let lower = lower_layer(&dir, GUARD_LIBRARY, &unsigned)?;
+        let daemon = audit()?;
+        let library = format!("{dir}/merged/{GUARD_LIBRARY}");
+        let written = match copied_up_in {
+            "inner" => format!("{dir}/inner/merged/{GUARD_LIBRARY}"),
+            _ => library.clone(),
+        };
+        let copy = match copied_up_in {
+            "inner" => format!("{dir}/inner/upper/{GUARD_LIBRARY}"),
+            _ => format!("{dir}/upper/{GUARD_LIBRARY}"),
+        };
+        as_user_in_namespace(|| {
+            mount_nested_overlays(&lower, &dir)?;
+            let opened = File::open(&library).context("open the library through the nested overlays")?;
+            std::fs::write(&written, &signed)
+                .context(&format!("write the signed library through the {copied_up_in} overlay"))?;
+            ensure(std::fs::read(&copy).ok().as_deref() == Some(&signed[..]), || {
+                format!("the write did not copy the library up in the {copied_up_in} overlay")
+            })?;
+            let mapped = system::map(&opened, 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE);
+            ensure(mapped.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EACCES)), || {
+                format!(
+                    "mapping the descriptor opened before the copy-up in the {copied_up_in} overlay gave {mapped:?}"
+                )
+            })?;
+            let reopened = File::open(&library).context("open the library again")?;
+            system::map(&reopened, 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_PRIVATE)
+                .context(&format!("map the library opened after its copy-up in the {copied_up_in} overlay"))
+                .map(drop)
+        })?;
+        audited(&daemon, "elfsig_mmap", "modified", &format!("/merged/{GUARD_LIBRARY}"))?;
+    }
+    Ok(())
 }
 
 /// Beyond IMA: no one opens for writing a file a process maps executable, as no one writes a
