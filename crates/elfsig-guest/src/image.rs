@@ -183,6 +183,15 @@ pub const CONTAINER_IMAGES: &str = "/var/lib/elfsig-check/images";
 pub const CONTAINER_SIGNED: &str = "debian-signed.tar";
 /// The unsigned image's archive, in [`CONTAINER_IMAGES`].
 pub const CONTAINER_UNSIGNED: &str = "debian-unsigned.tar";
+/// A `podman build` context, in [`CONTAINER_IMAGES`]: a tar archive (which the system's
+/// signing leaves alone) of [`CONTAINER_BUILT_UNSIGNED`] and [`CONTAINER_BUILT_SIGNED`].
+pub const CONTAINER_BUILD_CONTEXT: &str = "build-context.tar";
+/// A program as a build pipeline makes one (a copy of the image's unsigned `true`, as a
+/// compiler leaves its output: unsigned), which a build copies into an image built from the
+/// signed one.
+pub const CONTAINER_BUILT_UNSIGNED: &str = "built-unsigned";
+/// The same program, signed with the system's key as the pipeline signs what it builds.
+pub const CONTAINER_BUILT_SIGNED: &str = "built-signed";
 /// The signed policy the Debian system's initramfs loads after the module (kmod/boot/).
 pub const DISTRO_POLICY: &str = "/etc/elfsig/policy";
 /// The policy's serial.

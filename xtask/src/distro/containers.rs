@@ -3,12 +3,17 @@
 //! minimal Debian 13 root (mmdebstrap's minbase, cached: coreutils, dash, perl-base, whose XS
 //! modules perl loads with dlopen), one layer of it as GNU tar writes
 //! it (pax records, extended attributes), an image around it (umoci), an OCI archive of that
-//! (what `podman load` reads), and the same signed by `elfsig oci sign`.
+//! (what `podman load` reads), and the same signed by `elfsig oci sign`. Like Debian's `slim`
+//! images, the layer leaves out documentation, manual pages and translations. Beside them, a
+//! build context for `podman build`: a program as a build makes one, unsigned and signed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfsig_guest::image::{CONTAINER_IMAGES, CONTAINER_PACKAGES, CONTAINER_SIGNED, CONTAINER_UNSIGNED};
+use elfsig_guest::image::{
+    CONTAINER_BUILD_CONTEXT, CONTAINER_BUILT_SIGNED, CONTAINER_BUILT_UNSIGNED, CONTAINER_IMAGES, CONTAINER_PACKAGES,
+    CONTAINER_SIGNED, CONTAINER_UNSIGNED,
+};
 
 use crate::cmd::Cmd;
 use crate::keys::KeyPair;
@@ -24,6 +29,8 @@ pub struct Images {
     pub unsigned: PathBuf,
     /// As `elfsig oci sign` signed it with the system's key.
     pub signed: PathBuf,
+    /// A build context: a program as a build makes it, unsigned and signed.
+    pub build_context: PathBuf,
 }
 
 /// Makes both archives in target/distro/containers/, signing with `key`.
@@ -34,10 +41,12 @@ pub fn make(elfsig: &Path, key: &KeyPair) -> Result<Images> {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     // The root as one layer, as GNU tar writes it; no device nodes (an image's /dev is the
-    // engine's to make).
+    // engine's to make), and what slim images leave out (what podman loads, emulated, is
+    // loaded in half the time).
     let layer = dir.join("layer.tar");
     Cmd::new("tar")
         .args(["--create", "--format=pax", "--xattrs", "--numeric-owner", "--sort=name", "--exclude=./dev/*"])
+        .args(["doc", "man", "info", "locale"].map(|d| format!("--exclude=./usr/share/{d}/*")))
         .arg("--file")
         .arg(&layer)
         .arg("--directory")
@@ -58,7 +67,24 @@ pub fn make(elfsig: &Path, key: &KeyPair) -> Result<Images> {
     let signed = dir.join(CONTAINER_SIGNED);
     key.signing(elfsig, &["oci", "sign"]).arg("-o").arg(&signed).arg(&unsigned).run()?;
     fs::remove_dir_all(&layout).map_err(|e| format!("cannot remove {}: {e}", layout.display()))?;
-    Ok(Images { unsigned, signed })
+    let context = dir.join("context");
+    super::files::copy(&root.join("usr/bin/true"), &context.join(CONTAINER_BUILT_UNSIGNED), 0o755)?;
+    key.signing(elfsig, &["sign"])
+        .arg("-o")
+        .arg(context.join(CONTAINER_BUILT_SIGNED))
+        .arg(context.join(CONTAINER_BUILT_UNSIGNED))
+        .run()?;
+    let build_context = dir.join(CONTAINER_BUILD_CONTEXT);
+    Cmd::new("tar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&build_context)
+        .arg("--directory")
+        .arg(&context)
+        .arg(".")
+        .run()?;
+    fs::remove_dir_all(&context).map_err(|e| format!("cannot remove {}: {e}", context.display()))?;
+    Ok(Images { unsigned, signed, build_context })
 }
 
 /// Installs the container tools into the system `root` from its archive (signed there, checked
@@ -67,7 +93,11 @@ pub fn install(root: &Path, images: &Images) -> Result {
     chroot::run_in(root, &format!("apt-get -qq -y --no-install-recommends install {CONTAINER_PACKAGES}"))?;
     let dir = root.join(CONTAINER_IMAGES.trim_start_matches('/'));
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for (from, name) in [(&images.signed, CONTAINER_SIGNED), (&images.unsigned, CONTAINER_UNSIGNED)] {
+    for (from, name) in [
+        (&images.signed, CONTAINER_SIGNED),
+        (&images.unsigned, CONTAINER_UNSIGNED),
+        (&images.build_context, CONTAINER_BUILD_CONTEXT),
+    ] {
         super::files::copy(from, &dir.join(name), 0o644)?;
     }
     Ok(())
