@@ -5,7 +5,9 @@
 //! library it uses is met for the first time, and reads what the module verified. With
 //! `,upgrade`, it then times the system's upgrade from its signed archive (`apt-get update`,
 //! `upgrade`, `install`): in `baseline` with elfsig's package gate taken out first, so that
-//! the two configurations are a host without elfsig and one with all of it.
+//! the two configurations are a host without elfsig and one with all of it. With
+//! `,containers`, before that, it times podman: loading the signed image the system holds,
+//! containers' start and end (`podman run --rm IMAGE true`) and a short workload in one.
 //!
 //! - `baseline`: `elfsig=off`, the module not loaded;
 //! - `elfsig`: the module loaded from the initramfs, enforcing, locked, its guard attached;
@@ -63,8 +65,8 @@ pub(crate) fn load_ima() {
 
 fn run() -> Result<(), String> {
     let word = elfsig_guest::cmdline(image::BOOT_BENCH).ok_or("no elfsig_bench= on the kernel command line")?;
-    let Word { config, run, smoke, upgrade } = Word::parse(&word).ok_or_else(|| {
-        format!("{}={word}: expected CONFIG,RUN, then ,smoke and ,upgrade if asked", image::BOOT_BENCH)
+    let Word { config, run, smoke, upgrade, containers } = Word::parse(&word).ok_or_else(|| {
+        format!("{}={word}: expected CONFIG,RUN, then ,smoke, ,upgrade and ,containers if asked", image::BOOT_BENCH)
     })?;
     debian::booted()?;
     let (before_systemd, finished) = systemd_times()?;
@@ -103,6 +105,9 @@ fn run() -> Result<(), String> {
     emit(SUITE, "workload", &config, run, workload.as_secs_f64() * 1000.0, "ms");
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
+    }
+    if containers {
+        measure_containers(&config, run)?;
     }
     if upgrade {
         measure_upgrade(&config, run)?;
@@ -149,6 +154,51 @@ fn nothing_refused(stats: &Stats) -> Result<(), String> {
     })
 }
 
+/// How many containers [`measure_containers`] starts after the first.
+const CONTAINER_STARTS: usize = 4;
+
+/// Times podman with the signed image the system holds (`cargo xtask distro`'s): its load, a
+/// container's start and end (`podman run --rm IMAGE true`: the first meets the image's files
+/// for the first time, the next ones find their verdicts cached), and a short workload in one
+/// (a pipeline over /usr/bin, perl's XS modules, gzip); in `elfsig`, nothing refused.
+fn measure_containers(config: &str, run: usize) -> Result<(), String> {
+    const TAG: &str = "localhost/elfsig-bench";
+    let run_in = format!("podman run --rm --network none {TAG}");
+    let timed = |case: &str, script: &str| -> Result<f64, String> {
+        let started = Instant::now();
+        debian::shell_runs(&format!("{script} 2>&1"), "").map_err(|e| format!("containers, {case}: {e}"))?;
+        Ok(started.elapsed().as_secs_f64() * 1000.0)
+    };
+    let load = timed(
+        "load",
+        &format!(
+            "podman load --input {}/{} | sed -n 's/^Loaded image[^:]*: //p' | cut -d, -f1 | xargs -I@ podman tag @ {TAG}",
+            image::CONTAINER_IMAGES,
+            image::CONTAINER_SIGNED
+        ),
+    )?;
+    emit(SUITE, "containers-load", config, run, load, "ms");
+    let first = timed("first start", &format!("{run_in} true"))?;
+    emit(SUITE, "container-start-first", config, run, first, "ms");
+    let mut starts = Vec::with_capacity(CONTAINER_STARTS);
+    for _ in 0..CONTAINER_STARTS {
+        starts.push(timed("start", &format!("{run_in} true"))?);
+    }
+    emit(SUITE, "container-start", config, run, starts.iter().sum::<f64>() / starts.len() as f64, "ms");
+    let workload = timed(
+        "workload",
+        &format!(
+            "{run_in} sh -c 'ls -l /usr/bin | sort | sha256sum && perl -MPOSIX -e \"print POSIX::floor(7.5)\" && \
+             tar -cf - /usr/lib/x86_64-linux-gnu/perl-base | gzip | wc -c'"
+        ),
+    )?;
+    emit(SUITE, "container-workload", config, run, workload, "ms");
+    if let Some(after) = module_stats(config, &Control::system())? {
+        nothing_refused(&after)?;
+    }
+    Ok(())
+}
+
 /// Times the upgrade from the system's signed archive, step by step, and in `elfsig` reads what
 /// the module verified by its end.
 fn measure_upgrade(config: &str, run: usize) -> Result<(), String> {
@@ -176,8 +226,8 @@ fn measure_upgrade(config: &str, run: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// What [`image::BOOT_BENCH`]'s value asks for: `CONFIG,RUN`, then `,smoke` and `,upgrade` if
-/// asked, in that order.
+/// What [`image::BOOT_BENCH`]'s value asks for: `CONFIG,RUN`, then `,smoke`, `,upgrade` and
+/// `,containers` if asked, in that order.
 #[derive(Debug, PartialEq, Eq)]
 struct Word {
     config: String,
@@ -186,6 +236,8 @@ struct Word {
     smoke: bool,
     /// Times the upgrade from the archive after the workload.
     upgrade: bool,
+    /// Times podman's containers after the workload.
+    containers: bool,
 }
 
 impl Word {
@@ -196,8 +248,9 @@ impl Word {
         let mut rest = fields.peekable();
         let smoke = rest.next_if_eq(&"smoke").is_some();
         let upgrade = rest.next_if_eq(&"upgrade").is_some();
+        let containers = rest.next_if_eq(&"containers").is_some();
         match rest.next() {
-            None => Some(Word { config, run, smoke, upgrade }),
+            None => Some(Word { config, run, smoke, upgrade, containers }),
             Some(_) => None,
         }
     }
@@ -293,11 +346,15 @@ mod tests {
 
     #[test]
     fn the_kernel_command_line_word_names_a_configuration_a_run_and_what_else_to_do() {
-        let word = |config: &str, run, smoke, upgrade| Some(Word { config: config.to_owned(), run, smoke, upgrade });
-        assert_eq!(Word::parse("elfsig,3"), word("elfsig", 3, false, false));
-        assert_eq!(Word::parse("ima,0,smoke"), word("ima", 0, true, false));
-        assert_eq!(Word::parse("baseline,1,upgrade"), word("baseline", 1, false, true));
-        assert_eq!(Word::parse("elfsig,0,smoke,upgrade"), word("elfsig", 0, true, true));
+        let word = |config: &str, run, smoke, upgrade, containers| {
+            Some(Word { config: config.to_owned(), run, smoke, upgrade, containers })
+        };
+        assert_eq!(Word::parse("elfsig,3"), word("elfsig", 3, false, false, false));
+        assert_eq!(Word::parse("ima,0,smoke"), word("ima", 0, true, false, false));
+        assert_eq!(Word::parse("baseline,1,upgrade"), word("baseline", 1, false, true, false));
+        assert_eq!(Word::parse("elfsig,0,smoke,upgrade"), word("elfsig", 0, true, true, false));
+        assert_eq!(Word::parse("elfsig,2,upgrade,containers"), word("elfsig", 2, false, true, true));
+        assert_eq!(Word::parse("baseline,0,containers"), word("baseline", 0, false, false, true));
         for bad in [
             "",
             "elfsig",
@@ -308,6 +365,7 @@ mod tests {
             "elfsig,1,smoke,",
             "elfsig,-1",
             "elfsig,1,upgrade,smoke",
+            "elfsig,1,containers,upgrade",
             "elfsig,1,smoke,smoke",
         ] {
             assert_eq!(Word::parse(bad), None, "{bad:?}");

@@ -14,7 +14,9 @@
 //! elfsig (the package gate, and the module verifying what the upgrade runs) than on one
 //! without. On the instruction clock only, the figure the host's load cannot move: an upgrade
 //! under emulation takes minutes. A smoke run does not upgrade: `cargo xtask distro` upgrades
-//! the same system under enforce with the same steps, and checks it.
+//! the same system under enforce with the same steps, and checks it. The same boots, before
+//! upgrading, time podman: the signed image the system holds loaded, containers started
+//! (`podman run --rm IMAGE true`) and a short workload in one.
 
 use elfsig_guest::image::BOOT_BENCH;
 use elfsig_guest::image::BenchEffort;
@@ -86,7 +88,7 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
                 .map(|((config, run), upgrade)| {
                     let off = if *config == "elfsig" { "" } else { " elfsig=off" };
                     let smoke = if effort == BenchEffort::Smoke { ",smoke" } else { "" };
-                    let upgrade = if *upgrade { ",upgrade" } else { "" };
+                    let upgrade = if *upgrade { ",upgrade,containers" } else { "" };
                     format!("{} {BOOT_BENCH}={config},{run}{smoke}{upgrade}{off}", distro::root(disk))
                 })
                 .collect();
@@ -99,8 +101,9 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
                     initramfs: &image.initrd,
                     disk: Some(disk),
                     append,
-                    // An upgrade under emulation: apt, dpkg, and the initramfs rebuilt.
-                    timeout_secs: if *upgrade { 2400 } else { 900 },
+                    // An image loaded and containers run, then an upgrade, under emulation: apt,
+                    // dpkg, and the initramfs rebuilt.
+                    timeout_secs: if *upgrade { 3000 } else { 900 },
                     memory_mb: 2048,
                     cpus: 1,
                     label,
@@ -133,10 +136,13 @@ fn upgrades(round: usize, config: &str, clock: qemu::Clock, effort: BenchEffort)
 /// Every run measured every configuration's boot and workload, and `upgraded` runs the upgrade
 /// in the configurations that upgrade.
 fn check_complete(results: &Results, runs: usize, upgraded: usize) -> Result {
-    let expected = ["boot-to-default-target", "workload"]
-        .into_iter()
-        .flat_map(|case| CONFIGS.into_iter().map(move |config| (case, config, runs)))
-        .chain(UPGRADE_CONFIGS.into_iter().map(|config| ("upgrade", config, upgraded)));
+    let expected =
+        ["boot-to-default-target", "workload"]
+            .into_iter()
+            .flat_map(|case| CONFIGS.into_iter().map(move |config| (case, config, runs)))
+            .chain(UPGRADE_CONFIGS.into_iter().flat_map(|config| {
+                ["upgrade", "container-start"].into_iter().map(move |case| (case, config, upgraded))
+            }));
     for (case, config, runs) in expected {
         let measured = results.values(SUITE, case, config).len();
         if measured != runs {
