@@ -234,6 +234,15 @@ fn verify_into_cache<'n>(
         return Err(Failure::new(Reason::OpenForWriting));
     }
     let verified = timed_verify(file, name)?;
+    // A copy-up while it was read: reads follow the copy, mappings stay on the file the
+    // overlay opened. Copy-up goes one way, so the real file being the same one after the
+    // reading as before means every byte read came from it, with its writers refused.
+    if id.has(Facts::STACKED) {
+        let after = file.id();
+        if after.has(Facts::STALE_OPEN) || !after.same_file(&id) {
+            return Err(Failure::modified(KernelDetail::CopiedUp));
+        }
+    }
     if keeping == Keeping::Cache && miss.keeping == Keeping::Cache {
         let entry = Entry {
             digest: verified.digest,

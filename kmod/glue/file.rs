@@ -88,13 +88,18 @@ impl FileId {
         self.fs.get(..len).unwrap_or(&[])
     }
 
-    /// Whether `other` is the same object with the same change stamp: what the end of an exec
-    /// compares (without the handle, which it cannot compute there).
-    pub(crate) fn same_content(&self, other: &FileId) -> bool {
+    /// Whether `other` is the same object, whatever its change stamp.
+    pub(crate) fn same_file(&self, other: &FileId) -> bool {
         self.inode == other.inode
             && self.dev == other.dev
             && self.ino == other.ino
             && self.generation == other.generation
+    }
+
+    /// Whether `other` is the same object with the same change stamp: what the end of an exec
+    /// compares (without the handle, which it cannot compute there).
+    pub(crate) fn same_content(&self, other: &FileId) -> bool {
+        self.same_file(other)
             && self.ctime_ns == other.ctime_ns
             && self.mtime_ns == other.mtime_ns
             && self.size == other.size

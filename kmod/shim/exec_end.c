@@ -96,7 +96,8 @@ void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id)
 /*
  * What the new image maps, by the real inodes that hold the data (under overlayfs, a mapping's
  * file is the backing file in a layer, the one the program's overlay file hands its mappings
- * to, through every overlay stacked below it): the program's
+ * to, through every overlay stacked below it; under FUSE passthrough, a backing file whose
+ * user inode is the program's): the program's
  * (ELFSIG_MAPPED_PROGRAM, into *program_id) and the one other file, its ELF interpreter
  * (ELFSIG_MAPPED_INTERPRETER, into *interpreter_id). -EMLINK when more than one other file is
  * mapped, -EAGAIN when the address space is locked by someone else (the caller refuses then:
@@ -106,7 +107,7 @@ int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *progra
 			     struct elfsig_file_id *interpreter_id)
 {
 	const struct file *program_mapped = elfsig_shim_mapped_real_file(program);
-	const struct inode *real = NULL, *found = NULL;
+	const struct inode *own = file_inode(program), *real = NULL, *found = NULL;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	VMA_ITERATOR(vmi, mm, 0);
@@ -122,7 +123,8 @@ int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *progra
 		if (!vma->vm_file)
 			continue;
 		inode = file_inode(vma->vm_file);
-		if (vma->vm_file == program || vma->vm_file == program_mapped) {
+		if (vma->vm_file == program || vma->vm_file == program_mapped ||
+		    file_user_inode(vma->vm_file) == own) {
 			real = inode;
 			continue;
 		}

@@ -275,8 +275,10 @@ static void elfsig_handle(struct inode *inode, struct elfsig_file_id *id)
 /*
  * The inode that holds a file's data: under overlayfs the real file in an upper or lower
  * layer (whose changes do not move the overlay inode's times, size or i_version, and which
- * the exec's write denial does not cover), the file's own inode elsewhere. May sleep
- * (overlayfs may look up lazily where a metacopy's data lies).
+ * the exec's write denial does not cover), the file's own inode elsewhere, down through
+ * overlays stacked as lower layers (d_real() follows them; an overlay is never an upper
+ * layer, which overlayfs refuses). May sleep (overlayfs may look up lazily where a metacopy's
+ * data lies).
  */
 static struct inode *elfsig_real_inode(struct file *file)
 {
