@@ -6,7 +6,7 @@
 //! `,upgrade`, it then times the system's upgrade from its signed archive (`apt-get update`,
 //! `upgrade`, `install`): in `baseline` with elfsig's package gate taken out first, so that
 //! the two configurations are a host without elfsig and one with all of it. With
-//! `,containers`, before that, it times podman: loading the signed image the system holds,
+//! `,containers`, after that, it times podman: loading the signed image the system holds,
 //! containers' start and end (`podman run --rm IMAGE true`) and a short workload in one.
 //!
 //! - `baseline`: `elfsig=off`, the module not loaded;
@@ -106,11 +106,11 @@ fn run() -> Result<(), String> {
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
     }
-    if containers {
-        measure_containers(&config, run)?;
-    }
     if upgrade {
         measure_upgrade(&config, run)?;
+    }
+    if containers {
+        measure_containers(&config, run)?;
     }
     if config == "baseline" {
         measure_loading(run)?;
@@ -166,13 +166,14 @@ fn measure_containers(config: &str, run: usize) -> Result<(), String> {
     let run_in = format!("podman run --rm --network none {TAG}");
     let timed = |case: &str, script: &str| -> Result<f64, String> {
         let started = Instant::now();
-        debian::shell_runs(&format!("{script} 2>&1"), "").map_err(|e| format!("containers, {case}: {e}"))?;
+        debian::shell_runs(script, "").map_err(|e| format!("containers, {case}: {e}"))?;
         Ok(started.elapsed().as_secs_f64() * 1000.0)
     };
     let load = timed(
         "load",
         &format!(
-            "podman load --input {}/{} | sed -n 's/^Loaded image[^:]*: //p' | cut -d, -f1 | xargs -I@ podman tag @ {TAG}",
+            "podman load --input {}/{} > /run/elfsig-bench-load && \
+             podman tag \"$(sed -n 's/^Loaded image[^:]*: //p' /run/elfsig-bench-load | cut -d, -f1)\" {TAG}",
             image::CONTAINER_IMAGES,
             image::CONTAINER_SIGNED
         ),

@@ -12,8 +12,8 @@ use elfsig_guest::harness::{self, Outcome, Suite, ensure};
 use std::os::unix::fs::FileExt;
 
 use elfsig_guest::image::{
-    CONTAINER_BUILD_CONTEXT, CONTAINER_BUILT_SIGNED, CONTAINER_BUILT_UNSIGNED, CONTAINER_IMAGES, CONTAINER_SIGNED,
-    CONTAINER_UNSIGNED,
+    CONTAINER_BUILD_CONTEXT, CONTAINER_BUILT_SIGNED, CONTAINER_BUILT_UNSIGNED, CONTAINER_EXTRA_SIGNED,
+    CONTAINER_EXTRA_UNSIGNED, CONTAINER_IMAGES, CONTAINER_SIGNED, CONTAINER_UNSIGNED,
 };
 
 use crate::upgrade::refusing_nothing;
@@ -59,8 +59,30 @@ pub(crate) fn containers(suite: &mut Suite<'_>) {
     );
     suite.case(
         "rootless: the unsigned image's program is refused at exec, the kernel names it, podman fails, the host runs on",
-        rootless_unsigned_refused,
+        || rootless_unsigned_refused(CONTAINER_UNSIGNED, UNSIGNED, "/usr/bin/true", "true"),
     );
+    if std::path::Path::new(&format!("{CONTAINER_IMAGES}/{CONTAINER_EXTRA_SIGNED}")).exists() {
+        suite.case(
+            "rootless, an image made elsewhere (ELFSIG_DISTRO_IMAGE): signed by elfsig oci sign it runs; unsigned it \
+             is refused",
+            extra_image,
+        );
+    }
+}
+
+/// The image `cargo xtask distro` was given, rootless: its shell runs signed, and is refused
+/// unsigned.
+fn extra_image() -> Outcome {
+    const EXTRA: &str = "localhost/elfsig-extra";
+    let podman = ROOTLESS_PODMAN;
+    refusing_nothing(|| {
+        let (ok, output) = as_user(&format!(
+            "set -e; {}; {podman} run --rm --network none {EXTRA} /bin/sh -c 'echo ran; ls /bin | wc -l'",
+            rootless_load(CONTAINER_EXTRA_SIGNED, EXTRA)
+        ))?;
+        ensure(ok && output.contains("ran\n"), || format!("the signed image made elsewhere: {}", tail(&output)))
+    })?;
+    rootless_unsigned_refused(CONTAINER_EXTRA_UNSIGNED, &format!("{EXTRA}-unsigned"), "/bin/sh", "sh")
 }
 
 /// The unprivileged user rootless podman runs as.
@@ -156,22 +178,24 @@ fn unsigned_refused() -> Outcome {
     ensure(ok && output.contains("still"), || format!("the signed image after the refusal: {}", tail(&output)))
 }
 
-fn rootless_unsigned_refused() -> Outcome {
+/// Loads the archive `name` as [`USER`], names it `tag`, and runs `program` in it: refused, the
+/// kernel's log naming `file`.
+fn rootless_unsigned_refused(name: &str, tag: &str, program: &str, file: &str) -> Outcome {
     let podman = ROOTLESS_PODMAN;
     refused_by(
         || {
             let (_, output) = as_user(&format!(
-                "set -e; {}; set +e; {podman} run --rm --network none {UNSIGNED} /usr/bin/true; echo \"exit $?\"",
-                rootless_load(CONTAINER_UNSIGNED, UNSIGNED)
+                "set -e; {}; set +e; {podman} run --rm --network none {tag} {program}; echo \"exit $?\"",
+                rootless_load(name, tag)
             ))?;
             // The load went through when the run's status is there.
             let status = output.lines().rev().find_map(|l| l.strip_prefix("exit ")).map(str::to_owned);
             let status = status.ok_or_else(|| format!("rootless podman load failed: {}", tail(&output)))?;
             Ok((status != "0", output))
         },
-        "the unsigned image's /usr/bin/true, rootless",
+        &format!("{program} of {name}, rootless"),
         "unsigned",
-        "true",
+        file,
     )
 }
 
@@ -190,6 +214,7 @@ fn refused_by(
     file: &str,
 ) -> Outcome {
     let before = harness::stats()?;
+    let logged = harness::kernel_log()?.len();
     let (failed, output) = failing()?;
     ensure(failed, || format!("{what} ran: {}", tail(&output)))?;
     ensure(output.to_lowercase().contains("permission denied"), || {
@@ -200,8 +225,9 @@ fn refused_by(
         ensure(harness::grew(&before, &after, counter) >= 1, || format!("{what}: {counter} did not grow"))?;
     }
     let log = harness::kernel_log()?;
-    ensure(log.iter().any(|l| l.starts_with("elfsig: refused") && l.contains(file)), || {
-        format!("the kernel's log names no refused {file}: {:?}", &log[log.len().saturating_sub(5)..])
+    let since = log.get(logged..).unwrap_or_default();
+    ensure(since.iter().any(|l| l.starts_with("elfsig: refused") && l.contains(file)), || {
+        format!("the kernel's log names no refused {file} since the run: {since:?}")
     })?;
     harness::runs("/usr/bin/true", &[], None)
 }

@@ -183,6 +183,11 @@ pub const CONTAINER_IMAGES: &str = "/var/lib/elfsig-check/images";
 pub const CONTAINER_SIGNED: &str = "debian-signed.tar";
 /// The unsigned image's archive, in [`CONTAINER_IMAGES`].
 pub const CONTAINER_UNSIGNED: &str = "debian-unsigned.tar";
+/// An image made elsewhere, as `cargo xtask distro` was given it (`ELFSIG_DISTRO_IMAGE`: an
+/// OCI archive), in [`CONTAINER_IMAGES`] when it was.
+pub const CONTAINER_EXTRA_UNSIGNED: &str = "extra-unsigned.tar";
+/// That image as `elfsig oci sign` signed it, in [`CONTAINER_IMAGES`] when it was given.
+pub const CONTAINER_EXTRA_SIGNED: &str = "extra-signed.tar";
 /// A `podman build` context, in [`CONTAINER_IMAGES`]: a tar archive (which the system's
 /// signing leaves alone) of [`CONTAINER_BUILT_UNSIGNED`] and [`CONTAINER_BUILT_SIGNED`].
 pub const CONTAINER_BUILD_CONTEXT: &str = "build-context.tar";

@@ -14,7 +14,7 @@
 //! elfsig (the package gate, and the module verifying what the upgrade runs) than on one
 //! without. On the instruction clock only, the figure the host's load cannot move: an upgrade
 //! under emulation takes minutes. A smoke run does not upgrade: `cargo xtask distro` upgrades
-//! the same system under enforce with the same steps, and checks it. The same boots, before
+//! the same system under enforce with the same steps, and checks it. The same boots, after
 //! upgrading, time podman: the signed image the system holds loaded, containers started
 //! (`podman run --rm IMAGE true`) and a short workload in one.
 
@@ -101,8 +101,8 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
                     initramfs: &image.initrd,
                     disk: Some(disk),
                     append,
-                    // An image loaded and containers run, then an upgrade, under emulation: apt,
-                    // dpkg, and the initramfs rebuilt.
+                    // An upgrade under emulation (apt, dpkg, and the initramfs rebuilt), then an
+                    // image loaded and containers run.
                     timeout_secs: if *upgrade { 3000 } else { 900 },
                     memory_mb: 2048,
                     cpus: 1,

@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use elfsig_guest::image::{
-    CONTAINER_BUILD_CONTEXT, CONTAINER_BUILT_SIGNED, CONTAINER_BUILT_UNSIGNED, CONTAINER_IMAGES, CONTAINER_PACKAGES,
-    CONTAINER_SIGNED, CONTAINER_UNSIGNED,
+    CONTAINER_BUILD_CONTEXT, CONTAINER_BUILT_SIGNED, CONTAINER_BUILT_UNSIGNED, CONTAINER_EXTRA_SIGNED,
+    CONTAINER_EXTRA_UNSIGNED, CONTAINER_IMAGES, CONTAINER_PACKAGES, CONTAINER_SIGNED, CONTAINER_UNSIGNED,
 };
 
 use crate::cmd::Cmd;
@@ -31,7 +31,14 @@ pub struct Images {
     pub signed: PathBuf,
     /// A build context: a program as a build makes it, unsigned and signed.
     pub build_context: PathBuf,
+    /// The image [`EXTRA_IMAGE`] names, as given and signed, when it names one.
+    pub extra: Option<(PathBuf, PathBuf)>,
 }
+
+/// An OCI archive of an image made elsewhere (one with `/bin/sh`), which the system's checks
+/// sign and run too, rootless, as a new user would try elfsig first: signed it runs, unsigned
+/// it is refused.
+pub const EXTRA_IMAGE: &str = "ELFSIG_DISTRO_IMAGE";
 
 /// Makes both archives in target/distro/containers/, signing with `key`.
 pub fn make(elfsig: &Path, key: &KeyPair) -> Result<Images> {
@@ -84,7 +91,17 @@ pub fn make(elfsig: &Path, key: &KeyPair) -> Result<Images> {
         .arg(".")
         .run()?;
     fs::remove_dir_all(&context).map_err(|e| format!("cannot remove {}: {e}", context.display()))?;
-    Ok(Images { unsigned, signed, build_context })
+    let extra = match std::env::var_os(EXTRA_IMAGE) {
+        None => None,
+        Some(given) => {
+            let given = Path::new(&given);
+            let (as_given, signed) = (dir.join(CONTAINER_EXTRA_UNSIGNED), dir.join(CONTAINER_EXTRA_SIGNED));
+            fs::copy(given, &as_given).map_err(|e| format!("{EXTRA_IMAGE}: cannot copy {}: {e}", given.display()))?;
+            key.signing(elfsig, &["oci", "sign"]).arg("-o").arg(&signed).arg(&as_given).run()?;
+            Some((as_given, signed))
+        }
+    };
+    Ok(Images { unsigned, signed, build_context, extra })
 }
 
 /// Installs the container tools into the system `root` from its archive (signed there, checked
@@ -93,11 +110,18 @@ pub fn install(root: &Path, images: &Images) -> Result {
     chroot::run_in(root, &format!("apt-get -qq -y --no-install-recommends install {CONTAINER_PACKAGES}"))?;
     let dir = root.join(CONTAINER_IMAGES.trim_start_matches('/'));
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let extra = images
+        .extra
+        .iter()
+        .flat_map(|(as_given, signed)| [(as_given, CONTAINER_EXTRA_UNSIGNED), (signed, CONTAINER_EXTRA_SIGNED)]);
     for (from, name) in [
         (&images.signed, CONTAINER_SIGNED),
         (&images.unsigned, CONTAINER_UNSIGNED),
         (&images.build_context, CONTAINER_BUILD_CONTEXT),
-    ] {
+    ]
+    .into_iter()
+    .chain(extra)
+    {
         super::files::copy(from, &dir.join(name), 0o644)?;
     }
     Ok(())

@@ -167,8 +167,8 @@ pub(super) fn section(md: &mut String, all: &Results, native: &Native, accel: &s
 
     breakdown(md, results);
     why(md, results, native, accel);
-    containers(md, results);
     upgrade(md, results);
+    containers(md, results);
 }
 
 /// The steps of loading elfsig, as the initramfs takes them, measured after `baseline`'s boot:
@@ -257,7 +257,7 @@ fn breakdown(md: &mut String, results: &Results) {
     md.push('\n');
 }
 
-/// What the boots that upgrade time of podman first: case, what the report calls it.
+/// What the boots that upgrade time of podman after the upgrade: case, what the report calls it.
 const CONTAINER_CASES: [(&str, &str); 4] = [
     ("containers-load", "`podman load` of the signed image"),
     ("container-start-first", "the first `podman run --rm IMAGE true`"),
@@ -274,23 +274,29 @@ fn containers(md: &mut String, results: &Results) {
     }
     let _ = writeln!(
         md,
-        "### Containers, with and without elfsig
-
-         Before upgrading, {runs} runs of `baseline` and `elfsig` each loaded the signed image the system holds          (Debian 13's minimal base, one layer, signed by `elfsig oci sign`) into podman's storage, started          containers of it as root with crun (`podman run --rm --network none IMAGE true`: the first meets the          image's files for the first time, the next four find the module's verdicts cached), and ran a short          workload in one (a pipeline over /usr/bin, perl's XS modules, tar and gzip). Mean ± sd; `elfsig`          against `baseline`, the mean of each run's ratio ± its 95% interval.\n\n         | step | baseline | elfsig |\n|---|---:|---:|"
+        "### Containers, with and without elfsig\n\n\
+         After upgrading, {runs} runs of `baseline` and `elfsig` each loaded the signed image the system \
+         holds (Debian 13's minimal base, one layer, signed by `elfsig oci sign`) into podman's storage, \
+         started containers of it as root with crun (`podman run --rm --network none IMAGE true`: the first \
+         meets the image's files for the first time, the next four find the module's verdicts cached), and \
+         ran a short workload in one (a pipeline over /usr/bin, perl's XS modules, tar and gzip). Mean ± sd; \
+         `elfsig` against `baseline`, the mean of each run's ratio ± its 95% interval.\n\n\
+         | step | baseline | elfsig |\n|---|---:|---:|"
     );
-    table(md, results, &CONTAINER_CASES);
+    table(md, results, &CONTAINER_CASES, 2);
     md.push('\n');
 }
 
-/// Rows of `cases` in `baseline` and `elfsig`, in seconds, with elfsig's difference.
-fn table(md: &mut String, results: &Results, cases: &[(&str, &str)]) {
+/// Rows of `cases` in `baseline` and `elfsig`, in seconds to `decimals` places, with elfsig's
+/// difference.
+fn table(md: &mut String, results: &Results, cases: &[(&str, &str)], decimals: usize) {
     for (case, label) in cases {
         let (base, base_sd) = mean_sd(&results.values(SUITE, case, "baseline"));
         let (with, with_sd) = mean_sd(&results.values(SUITE, case, "elfsig"));
         let (diff, interval) = difference(results, case, "elfsig", "baseline");
         let _ = writeln!(
             md,
-            "| {label} | {:.2} ± {:.2} s | {:.2} ± {:.2} s ({:+.1}% ± {:.1}%) |",
+            "| {label} | {:.decimals$} ± {:.decimals$} s | {:.decimals$} ± {:.decimals$} s ({:+.1}% ± {:.1}%) |",
             base / 1000.0,
             base_sd / 1000.0,
             with / 1000.0,
@@ -330,7 +336,7 @@ fn upgrade(md: &mut String, results: &Results) {
          interval.\n\n\
          | step | baseline | elfsig |\n|---|---:|---:|"
     );
-    table(md, results, &UPGRADE_STEPS);
+    table(md, results, &UPGRADE_STEPS, 1);
     let during = |case: &str| {
         mean(results, &format!("{case}-after-upgrade"), "elfsig")
             - mean(results, &format!("{case}-after-workload"), "elfsig")
