@@ -75,7 +75,7 @@ pub(crate) struct Mapped {
 
 /// What the current task's new image maps besides `program`'s own pages. Fails with `EAGAIN`
 /// when the address space is locked by someone else and `EMLINK` when more than one other file
-/// is mapped. Does not sleep.
+/// is mapped, or the program's pages are of more than one file. Does not sleep.
 pub(crate) fn mapped_files(program: FileRef<'_>) -> Result<Mapped> {
     let (mut program_id, mut interpreter_id) = (FileId::default(), FileId::default());
     // SAFETY: `program` is open (the type's invariant); the ids are valid

@@ -100,13 +100,14 @@ void elfsig_shim_current_exec(uintptr_t *task, u64 *exec_id)
  * user inode is the program's): the program's
  * (ELFSIG_MAPPED_PROGRAM, into *program_id) and the one other file, its ELF interpreter
  * (ELFSIG_MAPPED_INTERPRETER, into *interpreter_id). -EMLINK when more than one other file is
- * mapped, -EAGAIN when the address space is locked by someone else (the caller refuses then:
- * it cannot tell what was mapped).
+ * mapped or the program's mappings are of more than one file, -EAGAIN when the address space
+ * is locked by someone else (the caller refuses then: it cannot tell what was mapped).
  */
 int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *program_id,
 			     struct elfsig_file_id *interpreter_id)
 {
 	const struct file *program_mapped = elfsig_shim_mapped_real_file(program);
+	const struct file *program_file = NULL;
 	const struct inode *own = file_inode(program), *real = NULL, *found = NULL;
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
@@ -123,8 +124,15 @@ int elfsig_shim_mapped_files(struct file *program, struct elfsig_file_id *progra
 		if (!vma->vm_file)
 			continue;
 		inode = file_inode(vma->vm_file);
+		/* A FUSE passthrough backing file, by its user inode; overlayfs' by the file. */
 		if (vma->vm_file == program || vma->vm_file == program_mapped ||
-		    file_user_inode(vma->vm_file) == own) {
+		    (program_mapped == program && file_user_inode(vma->vm_file) == own)) {
+			/* One file holds the program's mappings, or what they are cannot be told. */
+			if (program_file && program_file != vma->vm_file) {
+				ret = -EMLINK;
+				break;
+			}
+			program_file = vma->vm_file;
 			real = inode;
 			continue;
 		}

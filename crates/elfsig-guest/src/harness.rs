@@ -209,11 +209,34 @@ pub fn wait_for_log_budget() {
 
 /// Every kernel log record so far (from `/dev/kmsg`), newest last.
 pub fn kernel_log() -> Result<Vec<String>, String> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open("/dev/kmsg")
-        .context("open /dev/kmsg")?;
+    read_records(&mut open_kmsg()?)
+}
+
+/// The kernel log from a point on, whatever the ring buffer drops before it.
+#[derive(Debug)]
+pub struct KernelLog(std::fs::File);
+
+impl KernelLog {
+    /// A reader of what is logged after now.
+    pub fn from_now() -> Result<KernelLog, String> {
+        use std::io::Seek;
+        let mut file = open_kmsg()?;
+        file.seek(std::io::SeekFrom::End(0)).context("seek to the end of /dev/kmsg")?;
+        Ok(KernelLog(file))
+    }
+
+    /// The records logged since [`KernelLog::from_now`] (or the last call), newest last.
+    pub fn records(&mut self) -> Result<Vec<String>, String> {
+        read_records(&mut self.0)
+    }
+}
+
+fn open_kmsg() -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open("/dev/kmsg").context("open /dev/kmsg")
+}
+
+/// The records `file` (`/dev/kmsg`) has from where it is on, newest last.
+fn read_records(file: &mut std::fs::File) -> Result<Vec<String>, String> {
     let mut records = Vec::new();
     let mut buf = vec![0u8; 8192];
     loop {
