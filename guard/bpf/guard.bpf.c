@@ -13,13 +13,14 @@
  * tasks forked, so that it knows what each task's program is entitled to; a ninth asks about
  * memory that READ_IMPLIES_EXEC makes executable where no other hook sees it, two more about
  * processes traced, and one about userfaultfds.
+ *
+ * The programs read no field of any kernel structure: the module, built against the running
+ * kernel, reads those it needs. So the programs need no relocation against the kernel's types
+ * (no CO-RE), and elfsig-guard loads them with no more than the IDs of the hooks and kfuncs
+ * (src/load.rs). Each program is its hook's arguments, one 64-bit word each, in `ctx`.
  */
 
 #include "types.h"
-
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
 
 /*
  * The module's kfuncs: 0 allows, a negative errno refuses. The verifier wants an LSM program's
@@ -30,8 +31,7 @@ extern int elfsig_kfunc_mmap_file(struct file *file, unsigned long prot) __ksym;
 extern int elfsig_kfunc_mmap_anonymous(unsigned long prot) __ksym;
 extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma, unsigned long prot) __ksym;
 extern void elfsig_kfunc_key_added(struct key *key) __ksym;
-extern int elfsig_kfunc_exec_check(struct file *file) __ksym;
-extern int elfsig_kfunc_exec_begins(void) __ksym;
+extern int elfsig_kfunc_exec_begins(struct linux_binprm *bprm) __ksym;
 extern void elfsig_kfunc_exec_committed(void) __ksym;
 extern int elfsig_kfunc_task_alloc(struct task_struct *task) __ksym;
 extern int elfsig_kfunc_file_open(struct file *file) __ksym;
@@ -61,9 +61,12 @@ static __always_inline int elfsig_errno(int ret, int otherwise)
  * NULL (and require it).
  */
 SEC("lsm.s/mmap_file")
-int BPF_PROG(elfsig_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
-	     unsigned long flags, int ret)
+int elfsig_mmap_file(__u64 *ctx)
 {
+	struct file *file = (struct file *)ctx[0];
+	unsigned long prot = ctx[2];
+	int ret = ctx[4];
+
 	if (ret)
 		return ret;
 	if (!(prot & PROT_EXEC))
@@ -74,17 +77,21 @@ int BPF_PROG(elfsig_mmap_file, struct file *file, unsigned long reqprot, unsigne
 }
 
 /*
- * A mapping asking for PROT_EXEC that is not executable yet, or asking to be writable too. Under
- * mmap_lock: the module cannot verify a file here; it refuses a file mapping made executable,
- * and what the task's program is not entitled to.
+ * A mapping's protection changed. Under mmap_lock: the module cannot verify a file here; it
+ * refuses a file mapping made executable, and what the task's program is not entitled to. It
+ * looks no further at a request without PROT_EXEC, or one that keeps an executable mapping
+ * executable and not writable.
  */
 SEC("lsm/file_mprotect")
-int BPF_PROG(elfsig_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
-	     unsigned long prot, int ret)
+int elfsig_file_mprotect(__u64 *ctx)
 {
+	struct vm_area_struct *vma = (struct vm_area_struct *)ctx[0];
+	unsigned long prot = ctx[2];
+	int ret = ctx[3];
+
 	if (ret)
 		return ret;
-	if (!(prot & PROT_EXEC) || ((vma->vm_flags & VM_EXEC) && !(prot & PROT_WRITE)))
+	if (!(prot & PROT_EXEC))
 		return 0;
 	return elfsig_kfunc_file_mprotect(vma, prot) ? -EACCES : 0;
 }
@@ -95,9 +102,10 @@ int BPF_PROG(elfsig_file_mprotect, struct vm_area_struct *vma, unsigned long req
  * while the guard runs.
  */
 SEC("lsm/key_post_create_or_update")
-int BPF_PROG(elfsig_key_post_create_or_update, struct key *keyring, struct key *key,
-	     const void *payload, unsigned long plen, unsigned long flags, _Bool create)
+int elfsig_key_post_create_or_update(__u64 *ctx)
 {
+	struct key *key = (struct key *)ctx[1];
+
 	if (key)
 		elfsig_kfunc_key_added(key);
 	return 0;
@@ -106,23 +114,24 @@ int BPF_PROG(elfsig_key_post_create_or_update, struct key *keyring, struct key *
 /*
  * The start of an exec. execveat(AT_EXECVE_CHECK) (Linux 6.14 and later): the kernel returns
  * right after this hook, before any binfmt handler, so the module's exec check would never see
- * it. The module answers as execve would. Other execs pass (the binfmt handler checks them)
+ * it; the module answers as execve would. Other execs pass (the binfmt handler checks them)
  * once the module has room for what the exec's program is entitled to (elfsig_exec_committed),
- * which nothing can fail to store then. Kernels without the flag have no is_check field.
+ * which nothing can fail to store then.
  */
 SEC("lsm.s/bprm_creds_for_exec")
-int BPF_PROG(elfsig_bprm_creds_for_exec, struct linux_binprm *bprm, int ret)
+int elfsig_bprm_creds_for_exec(__u64 *ctx)
 {
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx[0];
+	int ret = ctx[1];
+
 	if (ret)
 		return ret;
-	if (bpf_core_field_exists(bprm->is_check) && BPF_CORE_READ_BITFIELD(bprm, is_check))
-		return elfsig_errno(elfsig_kfunc_exec_check(bprm->file), -EACCES);
-	return elfsig_errno(elfsig_kfunc_exec_begins(), -ENOMEM);
+	return elfsig_errno(elfsig_kfunc_exec_begins(bprm), -EACCES);
 }
 
 /* An exec that can no longer fail, its program checked: the task is entitled to what it is. */
 SEC("lsm/bprm_committed_creds")
-int BPF_PROG(elfsig_bprm_committed_creds, struct linux_binprm *bprm)
+int elfsig_bprm_committed_creds(__u64 *ctx)
 {
 	elfsig_kfunc_exec_committed();
 	return 0;
@@ -133,25 +142,29 @@ int BPF_PROG(elfsig_bprm_committed_creds, struct linux_binprm *bprm)
  * fork fails when the module has no room to say so.
  */
 SEC("lsm.s/task_alloc")
-int BPF_PROG(elfsig_task_alloc, struct task_struct *task, unsigned long clone_flags, int ret)
+int elfsig_task_alloc(__u64 *ctx)
 {
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	int ret = ctx[2];
+
 	if (ret)
 		return ret;
 	return elfsig_errno(elfsig_kfunc_task_alloc(task), -ENOMEM);
 }
 
 /*
- * A file opened for writing: the module refuses it (ETXTBSY) while a process maps the file
- * executable, as the kernel refuses writing a running program, and refuses a process's memory
+ * A file opened: the module refuses opening for writing (ETXTBSY) a file that a process maps
+ * executable, as the kernel refuses writing a running program, and a process's memory
  * (/proc/PID/mem) to a task not entitled to it. Other opens pass at once.
  */
 SEC("lsm.s/file_open")
-int BPF_PROG(elfsig_file_open, struct file *file, int ret)
+int elfsig_file_open(__u64 *ctx)
 {
+	struct file *file = (struct file *)ctx[0];
+	int ret = ctx[1];
+
 	if (ret)
 		return ret;
-	if (!(file->f_mode & FMODE_WRITE))
-		return 0;
 	return elfsig_errno(elfsig_kfunc_file_open(file), -ETXTBSY);
 }
 
@@ -162,26 +175,24 @@ int BPF_PROG(elfsig_file_open, struct file *file, int ret)
  * looks it up without a lock.
  */
 SEC("lsm/file_release")
-int BPF_PROG(elfsig_file_release, struct file *file)
+int elfsig_file_release(__u64 *ctx)
 {
-	elfsig_kfunc_file_release(file);
+	elfsig_kfunc_file_release((struct file *)ctx[0]);
 	return 0;
 }
 
 /*
- * Memory about to be placed (mmap, mremap, and brk, which no other hook sees) by a task whose
- * personality has READ_IMPLIES_EXEC: everything readable it maps, its heap included, is
+ * Memory about to be placed (mmap, mremap, and brk, which no other hook sees): for a task whose
+ * personality has READ_IMPLIES_EXEC, everything readable it maps, its heap included, is
  * executable, which the module refuses to a task not entitled to it. Under mmap_lock for brk.
  */
 SEC("lsm/mmap_addr")
-int BPF_PROG(elfsig_mmap_addr, unsigned long addr, int ret)
+int elfsig_mmap_addr(__u64 *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	int ret = ctx[1];
 
 	if (ret)
 		return ret;
-	if (!(task->personality & READ_IMPLIES_EXEC))
-		return 0;
 	return elfsig_kfunc_mmap_addr() ? -EACCES : 0;
 }
 
@@ -192,8 +203,11 @@ int BPF_PROG(elfsig_mmap_addr, unsigned long addr, int ret)
  * pass: a process's memory opened for writing is elfsig_file_open's.
  */
 SEC("lsm/ptrace_access_check")
-int BPF_PROG(elfsig_ptrace_access_check, struct task_struct *child, unsigned int mode, int ret)
+int elfsig_ptrace_access_check(__u64 *ctx)
 {
+	unsigned int mode = ctx[1];
+	int ret = ctx[2];
+
 	if (ret)
 		return ret;
 	if (!(mode & PTRACE_MODE_ATTACH) || !(mode & PTRACE_MODE_REALCREDS))
@@ -203,8 +217,11 @@ int BPF_PROG(elfsig_ptrace_access_check, struct task_struct *child, unsigned int
 
 /* PTRACE_TRACEME: the current task asks its parent to trace it; the parent must be entitled. */
 SEC("lsm/ptrace_traceme")
-int BPF_PROG(elfsig_ptrace_traceme, struct task_struct *parent, int ret)
+int elfsig_ptrace_traceme(__u64 *ctx)
 {
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	int ret = ctx[1];
+
 	if (ret)
 		return ret;
 	return elfsig_errno(elfsig_kfunc_ptrace_traceme(parent), -EPERM);
@@ -216,9 +233,11 @@ int BPF_PROG(elfsig_ptrace_traceme, struct task_struct *parent, int ret)
  * (UFFDIO_COPY), which the module refuses to a task not entitled to make code at run time.
  */
 SEC("lsm/inode_init_security_anon")
-int BPF_PROG(elfsig_inode_init_security_anon, struct inode *inode, const struct qstr *name,
-	     const struct inode *context_inode, int ret)
+int elfsig_inode_init_security_anon(__u64 *ctx)
 {
+	const struct qstr *name = (const struct qstr *)ctx[1];
+	int ret = ctx[3];
+
 	if (ret)
 		return ret;
 	return elfsig_kfunc_anon_inode(name) ? -EACCES : 0;

@@ -1,19 +1,16 @@
-//! `--verbose`: libbpf's log and each step's time, on standard error, each line stamped with the
-//! time since the program started: where attaching the guard spends its time (reading the
-//! kernel's BTF, the verifier, attaching) is what a slow boot's reader wants to know.
+//! `--verbose`: each step's time, on standard error, each line stamped with the time since the
+//! program started: where attaching the guard spends its time (reading the kernel's BTF, the
+//! verifier, attaching) is what a slow boot's reader wants to know.
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use libbpf_rs::PrintLevel;
-
 /// When `--verbose` was asked for: the start of the times printed.
 static STARTED: OnceLock<Instant> = OnceLock::new();
 
-/// Prints libbpf's debug log and the steps' times from now on.
+/// Prints the steps' times from now on.
 pub(crate) fn enable() {
     STARTED.get_or_init(Instant::now);
-    libbpf_rs::set_print(Some((PrintLevel::Debug, print_libbpf)));
 }
 
 /// Runs `work`, and in verbose mode says how long it took.
@@ -24,11 +21,6 @@ pub(crate) fn step<T>(name: &str, work: impl FnOnce() -> T) -> T {
         say(&format!("{name}: {:.1} ms", started.elapsed().as_secs_f64() * 1000.0));
     }
     result
-}
-
-fn print_libbpf(_level: PrintLevel, message: String) {
-    // libbpf's messages name it already.
-    say(message.trim_end());
 }
 
 fn say(line: &str) {

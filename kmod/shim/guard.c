@@ -21,10 +21,12 @@
  * once locked).
  */
 
+#include <linux/binfmts.h>
 #include <linux/bpf.h>
 #include <linux/btf.h>
 #include <linux/btf_ids.h>
 #include <linux/err.h>
+#include <linux/fcntl.h>
 #include <linux/fs.h>
 #include <linux/key.h>
 #include <linux/key-type.h>
@@ -35,6 +37,8 @@
 #include <linux/mount.h>
 #include <linux/rbtree.h>
 #include <linux/mutex.h>
+#include <linux/personality.h>
+#include <linux/sched.h>
 #include <linux/string.h>
 #include <linux/version.h>
 
@@ -75,13 +79,16 @@ int elfsig_shim_guard_mmap_anonymous(unsigned long prot)
 }
 
 /*
- * file_mprotect, for a mapping asking for PROT_EXEC that is not executable yet, or asks for
- * PROT_WRITE too: under mmap_lock, so nothing may sleep and nothing is read; a file cannot be
- * verified there.
+ * file_mprotect, for a mapping asking for PROT_EXEC: under mmap_lock, so nothing may sleep and
+ * nothing is read; a file cannot be verified there. An executable mapping that stays
+ * executable and does not ask to be writable changes nothing the module answers for.
  */
 int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long prot)
 {
 	struct file *file = vma->vm_file;
+
+	if ((vma->vm_flags & VM_EXEC) && !(prot & PROT_WRITE))
+		return 0;
 
 	/*
 	 * Shared anonymous memory and SysV shared memory are the kernel's own shmem files
@@ -93,11 +100,17 @@ int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long pr
 }
 
 /*
- * bprm_creds_for_exec, for an exec (not an execveat(AT_EXECVE_CHECK)): the task gets the entry
- * its exec's record will go in (records.c), or the exec fails with -ENOMEM. Sleepable.
+ * bprm_creds_for_exec. For execveat(AT_EXECVE_CHECK) (6.14 and later), the kernel returns right
+ * after this hook and runs no binfmt handler, so the module answers here what the handler would
+ * answer for an execve of the same file. For an exec, the task gets the entry its exec's record
+ * will go in (records.c), or the exec fails with -ENOMEM. Sleepable.
  */
-int elfsig_shim_guard_exec_begins(void)
+int elfsig_shim_guard_exec_begins(struct linux_binprm *bprm)
 {
+#ifdef AT_EXECVE_CHECK
+	if (bprm->is_check)
+		return bprm->file ? elfsig_check_exec_query(bprm->file) : 0;
+#endif
 	return elfsig_exec_begins();
 }
 
@@ -114,11 +127,14 @@ int elfsig_shim_guard_task_alloc(struct task_struct *task)
 }
 
 /*
- * mmap_addr, for a task whose personality has READ_IMPLIES_EXEC: whatever it maps readable is
- * executable, its heap (brk) included, which no other hook sees. Under mmap_lock for brk.
+ * mmap_addr, of every mapping placed: for a task whose personality has READ_IMPLIES_EXEC,
+ * whatever it maps readable is executable, its heap (brk) included, which no other hook sees.
+ * Under mmap_lock for brk.
  */
 int elfsig_shim_guard_mmap_addr(void)
 {
+	if (!(current->personality & READ_IMPLIES_EXEC))
+		return 0;
 	return elfsig_check_implied_exec();
 }
 
@@ -164,18 +180,6 @@ void elfsig_shim_guard_key_added(struct key *key)
 }
 
 /*
- * bprm_creds_for_exec, for execveat(AT_EXECVE_CHECK) only (the program tells it apart): the
- * kernel returns right after this hook and runs no binfmt handler, so the module answers here
- * what the handler would answer for an execve of the same file. Sleepable.
- */
-int elfsig_shim_guard_exec_check(struct file *file)
-{
-	if (!file)
-		return 0;
-	return elfsig_check_exec_query(file);
-}
-
-/*
  * file_release, of every file in the system: the writers refused since its mapping check may
  * come back (write_denials.c). Does not sleep.
  */
@@ -217,7 +221,8 @@ static bool elfsig_proc_mem(const struct file *file)
 }
 
 /*
- * file_open of a file opened for writing (the program tells it apart): refused (-ETXTBSY, as for a running program) while a process maps the file
+ * file_open, of every file opened; one opened for writing is refused (-ETXTBSY, as for a
+ * running program) while a process maps the file
  * executable, so that no one rewrites the code of a library or program under the processes
  * running it; a process's memory (/proc/PID/mem), into which the kernel may force writes past
  * the protection of its pages, is the run-time rules'. Sleepable.
@@ -248,8 +253,7 @@ BTF_ID_FLAGS(func, elfsig_kfunc_mmap_file, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_mmap_anonymous, KF_SLEEPABLE)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_mprotect, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_key_added, KF_TRUSTED_ARGS)
-BTF_ID_FLAGS(func, elfsig_kfunc_exec_check, KF_SLEEPABLE | KF_TRUSTED_ARGS)
-BTF_ID_FLAGS(func, elfsig_kfunc_exec_begins, KF_SLEEPABLE)
+BTF_ID_FLAGS(func, elfsig_kfunc_exec_begins, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_exec_committed)
 BTF_ID_FLAGS(func, elfsig_kfunc_task_alloc, KF_SLEEPABLE | KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_file_open, KF_SLEEPABLE | KF_TRUSTED_ARGS)
@@ -282,7 +286,6 @@ BTF_ID(func, elfsig_kfunc_mmap_file)
 BTF_ID(func, elfsig_kfunc_mmap_anonymous)
 BTF_ID(func, elfsig_kfunc_file_mprotect)
 BTF_ID(func, elfsig_kfunc_key_added)
-BTF_ID(func, elfsig_kfunc_exec_check)
 BTF_ID(func, elfsig_kfunc_exec_begins)
 BTF_ID(func, elfsig_kfunc_exec_committed)
 BTF_ID(func, elfsig_kfunc_task_alloc)
@@ -298,7 +301,6 @@ static const int elfsig_kfunc_hook[] = {
 	ELFSIG_GUARD_MMAP_FILE,
 	ELFSIG_GUARD_FILE_MPROTECT,
 	ELFSIG_GUARD_KEY_POST_CREATE,
-	ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC,
 	ELFSIG_GUARD_BPRM_CREDS_FOR_EXEC,
 	ELFSIG_GUARD_BPRM_COMMITTED_CREDS,
 	ELFSIG_GUARD_TASK_ALLOC,

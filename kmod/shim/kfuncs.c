@@ -38,14 +38,9 @@ __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
 	elfsig_shim_guard_key_added(key);
 }
 
-__bpf_kfunc int elfsig_kfunc_exec_check(struct file *file)
+__bpf_kfunc int elfsig_kfunc_exec_begins(struct linux_binprm *bprm)
 {
-	return elfsig_shim_guard_exec_check(file);
-}
-
-__bpf_kfunc int elfsig_kfunc_exec_begins(void)
-{
-	return elfsig_shim_guard_exec_begins();
+	return elfsig_shim_guard_exec_begins(bprm);
 }
 
 __bpf_kfunc void elfsig_kfunc_exec_committed(void)

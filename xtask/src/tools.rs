@@ -10,7 +10,7 @@ use crate::paths;
 /// opt-level 3, as the workspace's tests build them) instead of `release`: set by
 /// `cargo xtask test`, whose parts use the tools without timing them. Its workspace tests have
 /// compiled nearly every dependency in that profile already; a release build compiles them all
-/// again (143 units for the CLI, 99 for the guard, libbpf's C among them).
+/// again (143 units for the CLI and more for the guard).
 static TEST_PROFILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// From now on, this process builds the tools with the test profile.
