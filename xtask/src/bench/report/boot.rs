@@ -181,8 +181,8 @@ pub const LOADING: [(&str, &str); 3] = [
     ("load-policy", "loading its signed policy"),
     (
         "attach-guard",
-        "attaching the mapping guard (`elfsig-guard`, itself verified: libbpf reading the kernel's BTF, the BPF \
-         verifier, attaching)",
+        "attaching the mapping guard (`elfsig-guard`: finding the hooks in the kernel's BTF, the BPF verifier, \
+         attaching; not its own verification, which the boot does not do: the initramfs's copy is trusted)",
     ),
 ];
 
