@@ -3,7 +3,7 @@
  * elfsig's mapping guard: BPF LSM programs that hand every executable file mapping to the elfsig
  * kernel module (kmod/shim/guard.c), which verifies the file exactly as it verifies a program,
  * and every request for executable memory, which the module refuses to a process whose program
- * is not entitled to it (kmod/runtime.rs). elfsig-guard (src/main.rs) loads and attaches them,
+ * is not entitled to it (kmod/runtime.rs). elfsig-guard (src/load.rs) loads and attaches them,
  * and hands their links to the module.
  *
  * The programs only choose what to ask about; the module decides, counts and logs, in enforce
@@ -29,14 +29,14 @@
  */
 extern int elfsig_kfunc_mmap_file(struct file *file, unsigned long prot) __ksym;
 extern int elfsig_kfunc_mmap_anonymous(unsigned long prot) __ksym;
-extern int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma, unsigned long prot) __ksym;
+extern int elfsig_kfunc_mprotect_exec(struct vm_area_struct *vma, unsigned long prot) __ksym;
 extern void elfsig_kfunc_key_added(struct key *key) __ksym;
-extern int elfsig_kfunc_exec_begins(struct linux_binprm *bprm) __ksym;
+extern int elfsig_kfunc_exec_starts(struct linux_binprm *bprm) __ksym;
 extern void elfsig_kfunc_exec_committed(void) __ksym;
 extern int elfsig_kfunc_task_alloc(struct task_struct *task) __ksym;
 extern int elfsig_kfunc_file_open(struct file *file) __ksym;
 extern void elfsig_kfunc_file_release(struct file *file) __ksym;
-extern int elfsig_kfunc_mmap_addr(void) __ksym;
+extern int elfsig_kfunc_memory_placed(void) __ksym;
 extern int elfsig_kfunc_ptrace(void) __ksym;
 extern int elfsig_kfunc_ptrace_traceme(struct task_struct *parent) __ksym;
 extern int elfsig_kfunc_anon_inode(const struct qstr *name) __ksym;
@@ -93,7 +93,7 @@ int elfsig_file_mprotect(__u64 *ctx)
 		return ret;
 	if (!(prot & PROT_EXEC))
 		return 0;
-	return elfsig_kfunc_file_mprotect(vma, prot) ? -EACCES : 0;
+	return elfsig_kfunc_mprotect_exec(vma, prot) ? -EACCES : 0;
 }
 
 /*
@@ -126,7 +126,7 @@ int elfsig_bprm_creds_for_exec(__u64 *ctx)
 
 	if (ret)
 		return ret;
-	return elfsig_errno(elfsig_kfunc_exec_begins(bprm), -EACCES);
+	return elfsig_errno(elfsig_kfunc_exec_starts(bprm), -EACCES);
 }
 
 /* An exec that can no longer fail, its program checked: the task is entitled to what it is. */
@@ -193,7 +193,7 @@ int elfsig_mmap_addr(__u64 *ctx)
 
 	if (ret)
 		return ret;
-	return elfsig_kfunc_mmap_addr() ? -EACCES : 0;
+	return elfsig_kfunc_memory_placed() ? -EACCES : 0;
 }
 
 /*

@@ -109,8 +109,10 @@ impl<'a> Btf<'a> {
             let (Some(name_off), Some(info)) = (u32_at(self.types, at), u32_at(self.types, at + 4)) else {
                 return Err(format!("BTF type {} cut short", self.first_id + count));
             };
-            let kind = (info >> 24) & 0x1f;
-            let vlen = (info & 0xffff) as usize;
+            // Linux 7.x widened both fields (BTF_INFO_KIND, BTF_INFO_VLEN); the bits they
+            // took are zero before.
+            let kind = (info >> 24) & 0x7f;
+            let vlen = (info & 0xff_ffff) as usize;
             let extra = match kind {
                 // INT, VAR, DECL_TAG: one word.
                 1 | 14 | 17 => 4,
@@ -203,7 +205,7 @@ mod tests {
         assert!(Btf::vmlinux(&good).is_ok());
         assert!(Btf::vmlinux(&good[..good.len() - 3]).is_err(), "cut short");
         let mut unknown = good.clone();
-        unknown[HEADER + 7] = 25 & 0x1f;
+        unknown[HEADER + 7] = 25;
         assert!(Btf::vmlinux(&unknown).is_err(), "an unknown kind");
         let mut magic = good.clone();
         magic[0] = 0;

@@ -28,7 +28,7 @@ __bpf_kfunc int elfsig_kfunc_mmap_anonymous(unsigned long prot)
 	return elfsig_shim_guard_mmap_anonymous(prot);
 }
 
-__bpf_kfunc int elfsig_kfunc_file_mprotect(struct vm_area_struct *vma, unsigned long prot)
+__bpf_kfunc int elfsig_kfunc_mprotect_exec(struct vm_area_struct *vma, unsigned long prot)
 {
 	return elfsig_shim_guard_file_mprotect(vma, prot);
 }
@@ -38,7 +38,7 @@ __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
 	elfsig_shim_guard_key_added(key);
 }
 
-__bpf_kfunc int elfsig_kfunc_exec_begins(struct linux_binprm *bprm)
+__bpf_kfunc int elfsig_kfunc_exec_starts(struct linux_binprm *bprm)
 {
 	return elfsig_shim_guard_exec_begins(bprm);
 }
@@ -63,7 +63,7 @@ __bpf_kfunc void elfsig_kfunc_file_release(struct file *file)
 	elfsig_shim_guard_file_release(file);
 }
 
-__bpf_kfunc int elfsig_kfunc_mmap_addr(void)
+__bpf_kfunc int elfsig_kfunc_memory_placed(void)
 {
 	return elfsig_shim_guard_mmap_addr();
 }
