@@ -90,11 +90,19 @@ int elfsig_shim_verify_pkcs7(const u8 *data, size_t len, const u8 *sig, size_t s
 {
 	int ret;
 
-	/* The builtin and secondary trusted keyrings first, then the module's own, the policy's. */
-	ret = verify_pkcs7_signature(data, len, sig, sig_len, VERIFY_USE_SECONDARY_KEYRING,
-				     VERIFYING_UNSPECIFIED_SIGNATURE, NULL, NULL);
-	if (ret == -ENOKEY && elfsig_keyring)
+	/*
+	 * The module's own keyring first, the builtin and secondary trusted keyrings next, then
+	 * the policy's: a key in any of them will do, so the order changes no answer, only the
+	 * work. Each try parses the signature, digests the record and looks its digest up in
+	 * .blacklist before it searches its keyring, and the module's keyring holds the keys that
+	 * sign what a host runs (the distribution's kernel keyrings hold its own).
+	 */
+	ret = -ENOKEY;
+	if (elfsig_keyring)
 		ret = verify_pkcs7_signature(data, len, sig, sig_len, elfsig_keyring,
+					     VERIFYING_UNSPECIFIED_SIGNATURE, NULL, NULL);
+	if (ret == -ENOKEY)
+		ret = verify_pkcs7_signature(data, len, sig, sig_len, VERIFY_USE_SECONDARY_KEYRING,
 					     VERIFYING_UNSPECIFIED_SIGNATURE, NULL, NULL);
 	if (ret == -ENOKEY && policy)
 		ret = elfsig_shim_policy_verify_trusted(policy, data, len, sig, sig_len);
