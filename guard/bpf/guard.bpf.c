@@ -56,12 +56,12 @@ static __always_inline int elfsig_errno(int ret, int otherwise)
  * a program and its interpreter, ld.so mapping a program (ld.so ./prog) and its libraries
  * (DT_NEEDED, LD_PRELOAD, dlopen), and anonymous memory. Sleepable, before mmap_lock: the
  * module may read and verify a file, and refuses writers to it until the file is released
- * (elfsig_file_release). 6.12's verifier takes `file` for non-NULL (and drops the check
+ * (guard_file_release). 6.12's verifier takes `file` for non-NULL (and drops the check
  * below, so the module is given NULL for anonymous memory) while later ones know it may be
  * NULL (and require it).
  */
 SEC("lsm.s/mmap_file")
-int elfsig_mmap_file(__u64 *ctx)
+int guard_mmap_file(__u64 *ctx)
 {
 	struct file *file = (struct file *)ctx[0];
 	unsigned long prot = ctx[2];
@@ -83,7 +83,7 @@ int elfsig_mmap_file(__u64 *ctx)
  * executable and not writable.
  */
 SEC("lsm/file_mprotect")
-int elfsig_file_mprotect(__u64 *ctx)
+int guard_file_mprotect(__u64 *ctx)
 {
 	struct vm_area_struct *vma = (struct vm_area_struct *)ctx[0];
 	unsigned long prot = ctx[2];
@@ -102,7 +102,7 @@ int elfsig_file_mprotect(__u64 *ctx)
  * while the guard runs.
  */
 SEC("lsm/key_post_create_or_update")
-int elfsig_key_post_create_or_update(__u64 *ctx)
+int guard_key_post_create_or_update(__u64 *ctx)
 {
 	struct key *key = (struct key *)ctx[1];
 
@@ -119,7 +119,7 @@ int elfsig_key_post_create_or_update(__u64 *ctx)
  * which nothing can fail to store then.
  */
 SEC("lsm.s/bprm_creds_for_exec")
-int elfsig_bprm_creds_for_exec(__u64 *ctx)
+int guard_bprm_creds_for_exec(__u64 *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx[0];
 	int ret = ctx[1];
@@ -131,7 +131,7 @@ int elfsig_bprm_creds_for_exec(__u64 *ctx)
 
 /* An exec that can no longer fail, its program checked: the task is entitled to what it is. */
 SEC("lsm/bprm_committed_creds")
-int elfsig_bprm_committed_creds(__u64 *ctx)
+int guard_bprm_committed_creds(__u64 *ctx)
 {
 	elfsig_kfunc_exec_committed();
 	return 0;
@@ -142,7 +142,7 @@ int elfsig_bprm_committed_creds(__u64 *ctx)
  * fork fails when the module has no room to say so.
  */
 SEC("lsm.s/task_alloc")
-int elfsig_task_alloc(__u64 *ctx)
+int guard_task_alloc(__u64 *ctx)
 {
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	int ret = ctx[2];
@@ -158,7 +158,7 @@ int elfsig_task_alloc(__u64 *ctx)
  * (/proc/PID/mem) to a task not entitled to it. Other opens pass at once.
  */
 SEC("lsm.s/file_open")
-int elfsig_file_open(__u64 *ctx)
+int guard_file_open(__u64 *ctx)
 {
 	struct file *file = (struct file *)ctx[0];
 	int ret = ctx[1];
@@ -175,7 +175,7 @@ int elfsig_file_open(__u64 *ctx)
  * looks it up without a lock.
  */
 SEC("lsm/file_release")
-int elfsig_file_release(__u64 *ctx)
+int guard_file_release(__u64 *ctx)
 {
 	elfsig_kfunc_file_release((struct file *)ctx[0]);
 	return 0;
@@ -187,7 +187,7 @@ int elfsig_file_release(__u64 *ctx)
  * executable, which the module refuses to a task not entitled to it. Under mmap_lock for brk.
  */
 SEC("lsm/mmap_addr")
-int elfsig_mmap_addr(__u64 *ctx)
+int guard_mmap_addr(__u64 *ctx)
 {
 	int ret = ctx[1];
 
@@ -200,10 +200,10 @@ int elfsig_mmap_addr(__u64 *ctx)
  * A process about to be traced, or its memory read or written, by the current task with its
  * real credentials (ptrace attach and seize, process_vm_readv and process_vm_writev): the
  * module refuses it to a tracer not entitled to it. The /proc checks (PTRACE_MODE_FSCREDS)
- * pass: a process's memory opened for writing is elfsig_file_open's.
+ * pass: a process's memory opened for writing is guard_file_open's.
  */
 SEC("lsm/ptrace_access_check")
-int elfsig_ptrace_access_check(__u64 *ctx)
+int guard_ptrace_access_check(__u64 *ctx)
 {
 	unsigned int mode = ctx[1];
 	int ret = ctx[2];
@@ -217,7 +217,7 @@ int elfsig_ptrace_access_check(__u64 *ctx)
 
 /* PTRACE_TRACEME: the current task asks its parent to trace it; the parent must be entitled. */
 SEC("lsm/ptrace_traceme")
-int elfsig_ptrace_traceme(__u64 *ctx)
+int guard_ptrace_traceme(__u64 *ctx)
 {
 	struct task_struct *parent = (struct task_struct *)ctx[0];
 	int ret = ctx[1];
@@ -233,7 +233,7 @@ int elfsig_ptrace_traceme(__u64 *ctx)
  * (UFFDIO_COPY), which the module refuses to a task not entitled to make code at run time.
  */
 SEC("lsm/inode_init_security_anon")
-int elfsig_inode_init_security_anon(__u64 *ctx)
+int guard_inode_init_security_anon(__u64 *ctx)
 {
 	const struct qstr *name = (const struct qstr *)ctx[1];
 	int ret = ctx[3];

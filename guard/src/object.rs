@@ -18,7 +18,7 @@ pub(crate) struct Program {
     pub(crate) hook: String,
     /// Whether it may sleep (`lsm.s/`).
     pub(crate) sleepable: bool,
-    /// Its name in the object (`elfsig_file_open`).
+    /// Its name in the object (`guard_file_open`).
     pub(crate) name: String,
     /// Its instructions, 8 bytes each.
     pub(crate) insns: Vec<u8>,
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(hooks.len(), crate::load::HOOKS.len());
         let open = object.programs.iter().find(|p| p.hook == "file_open").unwrap();
         assert!(open.sleepable);
-        assert_eq!(open.name, "elfsig_file_open");
+        assert_eq!(open.name, "guard_file_open");
         assert_eq!(open.kfunc_calls.iter().map(|(_, k)| k.as_str()).collect::<Vec<_>>(), ["elfsig_kfunc_file_open"]);
         let mut open = object.programs.into_iter().find(|p| p.hook == "file_open").unwrap();
         let (at, _) = open.kfunc_calls[0].clone();
