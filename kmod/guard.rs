@@ -123,6 +123,9 @@ impl fmt::Display for Unavailable {
             Unavailable::NoModuleBtf => f.write_str(
                 "the module has no BTF (a kernel without CONFIG_DEBUG_INFO_BTF_MODULES, or built without vmlinux)",
             ),
+            Unavailable::DistilledBtf => f.write_str(
+                "the module's BTF was made on a distilled base, which the kernel renumbers: build it as kmod/dkms/build does",
+            ),
             Unavailable::Failed(errno) => write!(f, "registering its kfuncs failed (errno {errno})"),
         }
     }

@@ -56,14 +56,21 @@ pub(crate) fn attach() -> Result<Vec<OwnedFd>, String> {
     // fd_array[0] stands for vmlinux, unused; the module's BTF is 1.
     let fd_array = [0, module_fd.as_raw_fd()];
     let license = CString::new(object.license.clone()).map_err(|_| "a license with a NUL byte")?;
+    let hook_id = |hook: &str| {
+        let function = format!("bpf_lsm_{hook}");
+        hooks
+            .get(&function)
+            .copied()
+            .ok_or_else(|| format!("the kernel has no LSM hook {hook} (no {function} in its BTF)"))
+    };
+    for program in &mut object.programs {
+        program.resolve_kfuncs(|name| kfuncs.get(name).copied(), 1)?;
+    }
+    verbose::step("kfunc filter", || foreign_kfunc_refused(&object, &hook_id, &license, &fd_array))?;
     let mut programs: HashMap<String, OwnedFd> = HashMap::new();
     verbose::step("load", || {
-        for program in &mut object.programs {
-            program.resolve_kfuncs(|name| kfuncs.get(name).copied(), 1)?;
-            let function = format!("bpf_lsm_{}", program.hook);
-            let attach_btf_id = *hooks
-                .get(&function)
-                .ok_or_else(|| format!("the kernel has no LSM hook {} (no {function} in its BTF)", program.hook))?;
+        for program in &object.programs {
+            let attach_btf_id = hook_id(&program.hook)?;
             let fd = verbose::step(&program.hook, || {
                 sys::prog_load(&sys::Program {
                     name: &program.name,
@@ -88,4 +95,46 @@ pub(crate) fn attach() -> Result<Vec<OwnedFd>, String> {
             })
             .collect()
     })
+}
+
+/// The module's kfunc filter at work, or an error: the program for `file_release` given to the
+/// verifier for `file_open`, whose one argument is the same `struct file`, must be refused with
+/// `EACCES` because it calls `elfsig_kfunc_file_release` from a hook that is not its own (docs/DESIGN.md).
+/// A module whose filter let it through would let any BPF program call its kfuncs from anywhere:
+/// give refusals back early, or take files into its tables from hooks that never release them.
+fn foreign_kfunc_refused(
+    object: &Object,
+    hook_id: &dyn Fn(&str) -> Result<u32, String>,
+    license: &CString,
+    fd_array: &[i32],
+) -> Result<(), String> {
+    const OWN: &str = "file_release";
+    const FOREIGN: &str = "file_open";
+    let program = object
+        .programs
+        .iter()
+        .find(|p| p.hook == OWN && !p.sleepable)
+        .ok_or_else(|| format!("no program for the hook {OWN}"))?;
+    let refused = sys::prog_load(&sys::Program {
+        name: "elfsig_canary",
+        insns: &program.insns,
+        license,
+        sleepable: false,
+        attach_btf_id: hook_id(FOREIGN)?,
+        fd_array,
+    });
+    // The verifier's words when the filter says no (6.12 to 7.x); EACCES alone would also be
+    // any invalid memory access.
+    let filtered = format!("calling kernel function elfsig_kfunc_{OWN} is not allowed");
+    match refused {
+        Err(refused) if refused.error.raw_os_error() == Some(libc::EACCES) && refused.log.contains(&filtered) => Ok(()),
+        Err(refused) => Err(format!(
+            "could not check the module's kfunc filter: the kernel refused the program for {OWN} on {FOREIGN} \
+             for another reason than the filter's: {refused}"
+        )),
+        Ok(_) => Err(format!(
+            "the module's kfunc filter let the program for {OWN} call its kfunc from {FOREIGN}: \
+             any BPF program could call the module's kfuncs from any hook; not attaching"
+        )),
+    }
 }

@@ -88,8 +88,26 @@ pub(crate) struct Program<'a> {
     pub(crate) fd_array: &'a [i32],
 }
 
+/// A program the kernel refused.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub(crate) error: io::Error,
+    /// The end of the verifier's log, if it said anything.
+    pub(crate) log: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.log.is_empty() {
+            write!(f, "{}", self.error)
+        } else {
+            write!(f, "{}; the verifier said:\n{}", self.error, self.log)
+        }
+    }
+}
+
 /// Loads an LSM program; on a refusal, the verifier's log (its end) is in the error.
-pub(crate) fn prog_load(program: &Program<'_>) -> Result<OwnedFd, String> {
+pub(crate) fn prog_load(program: &Program<'_>) -> Result<OwnedFd, Refused> {
     let mut name = [0u8; 16];
     let kept = program.name.len().min(15);
     name[..kept].copy_from_slice(&program.name.as_bytes()[..kept]);
@@ -106,7 +124,7 @@ pub(crate) fn prog_load(program: &Program<'_>) -> Result<OwnedFd, String> {
         ..ProgLoad::default()
     };
     match bpf(BPF_PROG_LOAD, &mut attr) {
-        Ok(fd) => owned(fd).map_err(|e| e.to_string()),
+        Ok(fd) => owned(fd).map_err(|error| Refused { error, log: String::new() }),
         Err(error) => {
             // Again, with the verifier's log, to say why.
             let mut log = vec![0u8; 1 << 20];
@@ -117,8 +135,7 @@ pub(crate) fn prog_load(program: &Program<'_>) -> Result<OwnedFd, String> {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             let lines: Vec<&str> = text.lines().collect();
-            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-            Err(if tail.is_empty() { error.to_string() } else { format!("{error}; the verifier said:\n{tail}") })
+            Err(Refused { error, log: lines[lines.len().saturating_sub(20)..].join("\n") })
         }
     }
 }

@@ -29,6 +29,9 @@ pub(crate) enum Unavailable {
     NoBpfLsm,
     /// The module carries no BTF, so no program can find its kfuncs.
     NoModuleBtf,
+    /// The kernel renumbered the module's BTF (made on a distilled base), so that its kfuncs'
+    /// IDs are not those its build wrote (`shim/kfunc_ids.c`).
+    DistilledBtf,
     /// Registering the kfuncs failed with this errno.
     Failed(i32),
 }
@@ -40,6 +43,7 @@ impl Unavailable {
             0 => None,
             1 => Some(Unavailable::NoBpfLsm),
             2 => Some(Unavailable::NoModuleBtf),
+            3 => Some(Unavailable::DistilledBtf),
             errno => Some(Unavailable::Failed(errno)),
         }
     }
@@ -49,6 +53,7 @@ impl Unavailable {
         match self {
             Unavailable::NoBpfLsm => 1,
             Unavailable::NoModuleBtf => 2,
+            Unavailable::DistilledBtf => 3,
             Unavailable::Failed(errno) => errno,
         }
     }

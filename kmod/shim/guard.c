@@ -334,13 +334,14 @@ static int elfsig_lsm_hook(const struct bpf_prog *prog)
  */
 static int elfsig_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 {
-	int hook, i;
+	int hook = elfsig_lsm_hook(prog), i;
 
-	if (!btf_id_set8_contains(&elfsig_kfunc_ids, kfunc_id))
-		return 0;
-	hook = elfsig_lsm_hook(prog);
+	/* The kernel asks only about this module's kfuncs, with the IDs its build wrote when they
+	 * are the kernel's (kfunc_ids.c): an ID this table does not hold is refused. */
+	if (hook < 0 || !elfsig_shim_kfunc_ids_match(prog))
+		return -EACCES;
 	for (i = 0; i < ARRAY_SIZE(elfsig_kfunc_hook); i++)
-		if (hook >= 0 && elfsig_kfunc_list[i] == kfunc_id && elfsig_kfunc_hook[i] == hook)
+		if (elfsig_kfunc_list[i] == kfunc_id && elfsig_kfunc_hook[i] == hook)
 			return 0;
 	return -EACCES;
 }
@@ -358,11 +359,16 @@ static const struct btf_kfunc_id_set elfsig_kfunc_set = {
  */
 int elfsig_shim_guard_init(void)
 {
+	int __maybe_unused err;
+
 	if (!IS_ENABLED(CONFIG_BPF_LSM))
 		return ELFSIG_GUARD_NO_BPF_LSM;
 #ifdef CONFIG_DEBUG_INFO_BTF_MODULES
 	if (!THIS_MODULE->btf_data_size)
 		return ELFSIG_GUARD_NO_MODULE_BTF;
+	err = elfsig_shim_kfunc_ids_init();
+	if (err)
+		return err;
 	return register_btf_kfunc_id_set(BPF_PROG_TYPE_LSM, &elfsig_kfunc_set);
 #else
 	return ELFSIG_GUARD_NO_MODULE_BTF;

@@ -301,10 +301,17 @@ u64 elfsig_shim_write_denials_held(void);
 enum elfsig_guard_unavailable {
 	ELFSIG_GUARD_NO_BPF_LSM = 1,		/* built without CONFIG_BPF_LSM */
 	ELFSIG_GUARD_NO_MODULE_BTF = 2,		/* the module has no BTF */
+	ELFSIG_GUARD_DISTILLED_BTF = 3,		/* the kernel renumbered it (kfunc_ids.c) */
 };
 int elfsig_shim_guard_init(void);
 int elfsig_shim_guard_attach(const int *fds, unsigned int count);
 u64 elfsig_shim_guard_generation(void);
 void elfsig_shim_guard_release(void);
+
+/* ---- kfunc_ids.c: whether the kfuncs' BTF IDs are the running kernel's -------------------- */
+
+struct bpf_prog;
+int elfsig_shim_kfunc_ids_init(void);
+bool elfsig_shim_kfunc_ids_match(const struct bpf_prog *prog);
 
 #endif /* ELFSIG_SHIM_H */

@@ -84,6 +84,9 @@ pub fn build(tree: &Path, certs: &Embedded, lints: Lints) -> Result<PathBuf> {
         format!("ELFSIG_POLICY_CERTS={}", policy_der.display()),
         // elfsig's version: the workspace's, which DKMS's tree says too.
         format!("ELFSIG_VERSION={}", env!("CARGO_PKG_VERSION")),
+        // The module's BTF without a distilled base, as kmod/dkms/build makes it (it says why).
+        "MODULE_PAHOLE_FLAGS=".to_owned(),
+        "RESOLVE_BTFIDS_FLAGS=".to_owned(),
         "modules".to_owned(),
     ];
     // Debug information for the kfuncs alone (kmod/shim/kfuncs.c says why); against a test
