@@ -83,7 +83,7 @@ int elfsig_shim_guard_mmap_anonymous(unsigned long prot)
  * nothing is read; a file cannot be verified there. An executable mapping that stays
  * executable and does not ask to be writable changes nothing the module answers for.
  */
-int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long prot)
+int elfsig_shim_guard_mprotect_exec(struct vm_area_struct *vma, unsigned long prot)
 {
 	struct file *file = vma->vm_file;
 
@@ -105,7 +105,7 @@ int elfsig_shim_guard_file_mprotect(struct vm_area_struct *vma, unsigned long pr
  * answer for an execve of the same file. For an exec, the task gets the entry its exec's record
  * will go in (records.c), or the exec fails with -ENOMEM. Sleepable.
  */
-int elfsig_shim_guard_exec_begins(struct linux_binprm *bprm)
+int elfsig_shim_guard_exec_starts(struct linux_binprm *bprm)
 {
 #ifdef AT_EXECVE_CHECK
 	if (bprm->is_check)
@@ -131,7 +131,7 @@ int elfsig_shim_guard_task_alloc(struct task_struct *task)
  * whatever it maps readable is executable, its heap (brk) included, which no other hook sees.
  * Under mmap_lock for brk.
  */
-int elfsig_shim_guard_mmap_addr(void)
+int elfsig_shim_guard_memory_placed(void)
 {
 	if (!(current->personality & READ_IMPLIES_EXEC))
 		return 0;

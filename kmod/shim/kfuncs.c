@@ -30,7 +30,7 @@ __bpf_kfunc int elfsig_kfunc_mmap_anonymous(unsigned long prot)
 
 __bpf_kfunc int elfsig_kfunc_mprotect_exec(struct vm_area_struct *vma, unsigned long prot)
 {
-	return elfsig_shim_guard_file_mprotect(vma, prot);
+	return elfsig_shim_guard_mprotect_exec(vma, prot);
 }
 
 __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
@@ -40,7 +40,7 @@ __bpf_kfunc void elfsig_kfunc_key_added(struct key *key)
 
 __bpf_kfunc int elfsig_kfunc_exec_starts(struct linux_binprm *bprm)
 {
-	return elfsig_shim_guard_exec_begins(bprm);
+	return elfsig_shim_guard_exec_starts(bprm);
 }
 
 __bpf_kfunc void elfsig_kfunc_exec_committed(void)
@@ -65,7 +65,7 @@ __bpf_kfunc void elfsig_kfunc_file_release(struct file *file)
 
 __bpf_kfunc int elfsig_kfunc_memory_placed(void)
 {
-	return elfsig_shim_guard_mmap_addr();
+	return elfsig_shim_guard_memory_placed();
 }
 
 __bpf_kfunc int elfsig_kfunc_ptrace(void)
