@@ -74,6 +74,7 @@ fn run() -> Result<(), String> {
     // The counters as the initramfs ended, and as the boot ended, copied before this program ran.
     let in_initramfs = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_INITRAMFS)))?;
     let at_boot = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_RUN)))?;
+    let (initramfs_end, initramfs_idle) = initramfs_uptime()?;
 
     let started = Instant::now();
     let mut cases = Vec::new();
@@ -102,6 +103,8 @@ fn run() -> Result<(), String> {
     emit(SUITE, "boot-to-default-target", &config, run, finished, "s");
     emit(SUITE, "kernel-and-initramfs", &config, run, before_systemd, "s");
     emit(SUITE, "systemd-to-default-target", &config, run, finished - before_systemd, "s");
+    emit(SUITE, "initramfs-end", &config, run, initramfs_end, "s");
+    emit(SUITE, "initramfs-idle", &config, run, initramfs_idle, "s");
     emit(SUITE, "workload", &config, run, workload.as_secs_f64() * 1000.0, "ms");
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
@@ -145,7 +148,39 @@ fn measure_loading(run: usize) -> Result<(), String> {
         std::fs::write(&control, policy).context(&control.display().to_string())
     })?;
     runs("/usr/sbin/elfsig-guard", &["--help"]).map_err(|e| format!("loading elfsig, the guard's first run: {e}"))?;
-    step("attach-guard", &|| runs("/usr/sbin/elfsig-guard", &[]))
+    let started = Instant::now();
+    let out = harness::run("/usr/sbin/elfsig-guard", &["--verbose"]).context("elfsig-guard")?;
+    let total = started.elapsed().as_secs_f64() * 1000.0;
+    let said = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.success(), || {
+        format!("loading elfsig, attach-guard: elfsig-guard exited with {}: {}", out.status, said.trim())
+    })?;
+    emit(SUITE, "attach-guard", "baseline", run, total, "ms");
+    for (case, steps) in GUARD_STEPS {
+        let ms = steps
+            .iter()
+            .map(|name| {
+                guard_step(&said, name).ok_or_else(|| format!("elfsig-guard --verbose did not say {name:?}: {said}"))
+            })
+            .sum::<Result<f64, String>>()?;
+        emit(SUITE, case, "baseline", run, ms, "ms");
+    }
+    Ok(())
+}
+
+/// The parts of attaching the guard, from `elfsig-guard --verbose`'s top-level steps (guard/src/load.rs).
+const GUARD_STEPS: [(&str, &[&str]); 3] = [
+    ("attach-guard-btf", &["read vmlinux's BTF", "find the module's BTF", "find the hooks and kfuncs"]),
+    ("attach-guard-verifier", &["kfunc filter", "load"]),
+    ("attach-guard-attach", &["attach"]),
+];
+
+/// The milliseconds `elfsig-guard --verbose` gave step `name` (`[    1.0 ms] elfsig-guard: load: 12.3 ms`).
+fn guard_step(said: &str, name: &str) -> Option<f64> {
+    said.lines().find_map(|line| {
+        let (_, rest) = line.split_once("] elfsig-guard: ")?;
+        rest.strip_prefix(name)?.strip_prefix(": ")?.strip_suffix(" ms")?.parse().ok()
+    })
 }
 
 /// Nothing was refused (one mapping is elfsig-guard's own check that the guard works: its
@@ -305,6 +340,18 @@ fn module_stats(config: &str, control: &Control) -> Result<Option<Stats>, String
         format!("the module's counters from {control:?} lack cache_misses or bytes_hashed: {stats:?}")
     })?;
     Ok(Some(stats))
+}
+
+/// `/proc/uptime` as the initramfs ended (its last script copied it): the seconds since the
+/// kernel started, and those the CPU spent idle, when loading elfsig could have run for free.
+fn initramfs_uptime() -> Result<(f64, f64), String> {
+    let path = format!("/run/{}/uptime", image::BOOT_BENCH_INITRAMFS);
+    let text = std::fs::read_to_string(&path).context(&path)?;
+    let mut fields = text.split_whitespace().map(str::parse::<f64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(up)), Some(Ok(idle))) => Ok((up, idle)),
+        _ => Err(format!("{path}: expected two numbers, read {text:?}")),
+    }
 }
 
 fn count(stats: &Stats, name: &str) -> u64 {

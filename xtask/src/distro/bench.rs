@@ -76,24 +76,27 @@ mkdir -p /run
 exit 0
 "#;
 
-/// The initramfs-tools script that copies the module's counters as the initramfs ends, when the
-/// module is loaded and `elfsig_bench=` is on the command line. Shell builtins alone, but for
-/// `mkdir`, which elfsig's own init-top script ran (a cached verdict): nothing it runs is
-/// verified, so that copying the counters does not change them.
+/// The initramfs-tools script that copies, as the initramfs ends and when `elfsig_bench=` is on
+/// the command line, `/proc/uptime` (how long the CPU was idle so far), and the module's
+/// counters when it is loaded. Shell builtins alone, but for `mkdir`, which elfsig's own
+/// init-top script ran (a cached verdict): nothing it runs is verified, so that copying the
+/// counters does not change them.
 const COUNTERS: &str = r#"#!/bin/sh
-# elfsig's boot bench: the module's counters as the initramfs ends.
+# elfsig's boot bench: the time and the module's counters as the initramfs ends.
 PREREQ=""
 prereqs() { echo "$PREREQ"; }
 case "$1" in
 prereqs) prereqs; exit 0 ;;
 esac
+read -r uptime </proc/uptime
 read -r cmdline </proc/cmdline
 case " $cmdline " in
 *" @WORD@="*) ;;
 *) exit 0 ;;
 esac
-[ -r /sys/kernel/security/elfsig/stats ] || exit 0
 mkdir -p /run/@DIR@
+echo "$uptime" >/run/@DIR@/uptime
+[ -r /sys/kernel/security/elfsig/stats ] || exit 0
 { while read -r line; do echo "$line"; done </sys/kernel/security/elfsig/stats; } >/run/@DIR@/stats
 exit 0
 "#;

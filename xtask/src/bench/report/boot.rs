@@ -10,9 +10,11 @@ use crate::bench::native::Native;
 use crate::bench::results::{Results, mean_sd};
 
 /// The times measured: case, what the report calls it, unit.
-const TIMES: [(&str, &str, &str); 4] = [
+const TIMES: [(&str, &str, &str); 6] = [
     ("boot-to-default-target", "boot to the default target", "s"),
     ("kernel-and-initramfs", "of which kernel and initramfs", "s"),
+    ("initramfs-end", "&nbsp;&nbsp;the initramfs's last script, from the kernel's start (`/proc/uptime`)", "s"),
+    ("initramfs-idle", "&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle (waiting on timers and devices)", "s"),
     ("systemd-to-default-target", "of which systemd to the default target", "s"),
     ("workload", "workload, right after boot", "ms"),
 ];
@@ -186,6 +188,14 @@ pub const LOADING: [(&str, &str); 3] = [
     ),
 ];
 
+/// The parts of attaching the guard (`elfsig-guard --verbose`'s steps): case, what the report
+/// calls it.
+pub const GUARD_PARTS: [(&str, &str); 3] = [
+    ("attach-guard-btf", "reading BTF (vmlinux's and the module's, for the hooks' and kfuncs' IDs)"),
+    ("attach-guard-verifier", "the BPF verifier (the twelve programs, and the kfunc filter's canary)"),
+    ("attach-guard-attach", "attaching (a trampoline on each of the twelve hooks)"),
+];
+
 /// The rows of the breakdown: what the report calls them, and milliseconds.
 pub fn breakdown_rows(results: &Results) -> Option<Vec<(String, f64)>> {
     let elfsig = |case: &str| results.values(SUITE, case, "elfsig");
@@ -201,6 +211,17 @@ pub fn breakdown_rows(results: &Results) -> Option<Vec<(String, f64)>> {
         let ms = mean(results, case, "baseline");
         accounted += ms;
         rows.push((label.to_owned(), ms));
+        if case == "attach-guard" {
+            let parts: Vec<f64> = GUARD_PARTS.iter().map(|(part, _)| mean(results, part, "baseline")).collect();
+            for ((_, label), part) in GUARD_PARTS.iter().zip(&parts) {
+                rows.push((format!("&nbsp;&nbsp;of which {label}"), *part));
+            }
+            rows.push((
+                "&nbsp;&nbsp;of which the rest (starting `elfsig-guard`, handing the links to the module, its canary)"
+                    .to_owned(),
+                ms - parts.iter().sum::<f64>(),
+            ));
+        }
     }
     let part = |case: &str, when: &str| match when {
         "after" => at(case, "at-boot") - at(case, "in-initramfs"),
@@ -408,7 +429,14 @@ mod tests {
         for run in 0..2 {
             records.push(record("boot-to-default-target", "baseline", run, 10.0));
             records.push(record("boot-to-default-target", "elfsig", run, 11.0));
-            for (case, ms) in [("load-module", 100.0), ("load-policy", 10.0), ("attach-guard", 200.0)] {
+            for (case, ms) in [
+                ("load-module", 100.0),
+                ("load-policy", 10.0),
+                ("attach-guard", 200.0),
+                ("attach-guard-btf", 20.0),
+                ("attach-guard-verifier", 100.0),
+                ("attach-guard-attach", 50.0),
+            ] {
                 records.push(record(case, "baseline", run, ms));
             }
             for (case, initramfs, boot) in [
@@ -427,10 +455,13 @@ mod tests {
         assert_eq!(value("the boot's difference"), 1000.0);
         assert_eq!(value("verifying in the initramfs: 40 files, 20.0 MB"), 300.0);
         assert_eq!(value("verifying after it, until the default target: 60 files, 40.0 MB"), 200.0);
-        // 1000 less 100 + 10 + 200 + 300 + 200.
+        // The guard's parts, and what they leave of its 200 ms.
+        assert_eq!(value("&nbsp;&nbsp;of which the BPF verifier"), 100.0);
+        assert_eq!(value("&nbsp;&nbsp;of which the rest (starting"), 30.0);
+        // 1000 less 100 + 10 + 200 + 300 + 200: the guard's parts are in its 200.
         assert_eq!(value("the difference less the parts"), 190.0);
         let rests: Vec<f64> = rows.iter().filter(|(l, _)| l.contains("of which the rest")).map(|r| r.1).collect();
-        assert_eq!(rests, [50.0, 40.0]);
+        assert_eq!(rests, [30.0, 50.0, 40.0]);
         // Without the initramfs's counters (an older run), no breakdown.
         assert!(breakdown_rows(&Results::default()).is_none());
     }
