@@ -76,28 +76,34 @@ impl<'a> Btf<'a> {
 
     /// The IDs of the functions named in `names`, each found or not.
     pub(crate) fn functions(&self, names: &[&str], base: Option<&Btf<'_>>) -> Result<HashMap<String, u32>, String> {
+        // vmlinux has some sixty thousand functions: most are told apart from the names wanted
+        // by the prefix those share (`bpf_lsm_`, `elfsig_kfunc_`), in a few bytes.
+        let prefix =
+            names.iter().map(|n| n.as_bytes()).reduce(|a, b| &a[..a.iter().zip(b).take_while(|(x, y)| x == y).count()]);
+        let prefix = prefix.unwrap_or_default();
         let mut found = HashMap::new();
         self.walk(|id, kind, name_off| {
-            if kind == KIND_FUNC {
-                let name = self.name(name_off, base);
-                if let Some(name) = name.filter(|name| names.contains(name)) {
-                    found.insert(name.to_owned(), id);
-                }
+            if kind != KIND_FUNC {
+                return None::<()>;
             }
-            None::<()>
+            // None walks on.
+            let rest = self.string(name_off, base).filter(|rest| rest.starts_with(prefix))?;
+            if let Some(name) = names.iter().find(|n| rest.starts_with(n.as_bytes()) && rest.get(n.len()) == Some(&0)) {
+                found.insert((*name).to_owned(), id);
+            }
+            None
         })?;
         Ok(found)
     }
 
-    /// A string by its offset, which in a split object may be vmlinux's.
-    fn name<'s>(&'s self, offset: u32, base: Option<&'s Btf<'_>>) -> Option<&'s str> {
+    /// The bytes from a string's offset on (the string and what follows it), which in a split
+    /// object may be vmlinux's.
+    fn string<'s>(&'s self, offset: u32, base: Option<&'s Btf<'_>>) -> Option<&'s [u8]> {
         let (strings, at) = match offset.checked_sub(self.first_string) {
             Some(at) => (self.strings, at),
             None => (base?.strings, offset),
         };
-        let rest = strings.get(at as usize..)?;
-        let end = rest.iter().position(|&b| b == 0)?;
-        std::str::from_utf8(&rest[..end]).ok()
+        strings.get(at as usize..)
     }
 
     /// Calls `visit` with each type's ID, kind and name offset until it returns something;
@@ -197,6 +203,21 @@ mod tests {
         let found = split.functions(&["k", "f"], Some(&vmlinux)).unwrap();
         assert_eq!(found.get("k"), Some(&8));
         assert_eq!(found.get("f"), Some(&9));
+    }
+
+    /// Names that share a prefix: each found by its whole name, not by a longer one.
+    #[test]
+    fn a_name_is_matched_whole() {
+        let strings = b"\0bpf_lsm_file_open_extra\0bpf_lsm_file_open\0bpf_lsm_mmap_file\0bpf_lsm\0";
+        let vmlinux = btf(
+            &[ty(1, KIND_FUNC, 0, 0), ty(25, KIND_FUNC, 0, 0), ty(43, KIND_FUNC, 0, 0), ty(61, KIND_FUNC, 0, 0)],
+            strings,
+        );
+        let vmlinux = Btf::vmlinux(&vmlinux).unwrap();
+        let found = vmlinux.functions(&["bpf_lsm_file_open", "bpf_lsm_mmap_file"], None).unwrap();
+        assert_eq!(found.get("bpf_lsm_file_open"), Some(&2));
+        assert_eq!(found.get("bpf_lsm_mmap_file"), Some(&3));
+        assert_eq!(found.len(), 2);
     }
 
     #[test]

@@ -38,7 +38,13 @@ pub(crate) const HOOKS: [&str; 12] = [
 pub(crate) fn attach() -> Result<Vec<OwnedFd>, String> {
     let mut object = Object::parse(OBJECT).map_err(|e| format!("the guard's BPF object: {e}"))?;
     let vmlinux = verbose::step("read vmlinux's BTF", || {
-        std::fs::read(VMLINUX_BTF).map_err(|e| format!("cannot read {VMLINUX_BTF} (a kernel with BTF is needed): {e}"))
+        // In one copy from the kernel's BTF object (there once the module, which has BTF, is
+        // loaded); the sysfs file gives it a page per read, over a thousand reads.
+        match sys::kernel_btf("vmlinux")? {
+            Some((_, data)) => Ok(data),
+            None => std::fs::read(VMLINUX_BTF)
+                .map_err(|e| format!("cannot read {VMLINUX_BTF} (a kernel with BTF is needed): {e}")),
+        }
     })?;
     let vmlinux = Btf::vmlinux(&vmlinux).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
     let (module_fd, module) = verbose::step("find the module's BTF", || sys::kernel_btf(MODULE))?

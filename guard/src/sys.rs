@@ -185,7 +185,7 @@ struct BtfInfo {
     kernel_btf: u32,
 }
 
-/// The kernel's BTF object named `name` (a module's), opened, with its data.
+/// The kernel's BTF object named `name` (`vmlinux`, or a module's), opened, with its data.
 pub(crate) fn kernel_btf(name: &str) -> Result<Option<(OwnedFd, Vec<u8>)>, String> {
     let mut id = 0;
     loop {
