@@ -74,7 +74,8 @@ fn run() -> Result<(), String> {
     // The counters as the initramfs ended, and as the boot ended, copied before this program ran.
     let in_initramfs = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_INITRAMFS)))?;
     let at_boot = module_stats(&config, &Control::at(format!("/run/{}", image::BOOT_BENCH_RUN)))?;
-    let (initramfs_end, initramfs_idle) = initramfs_uptime()?;
+    let (initramfs_start, initramfs_start_idle) = initramfs_uptime("uptime-start")?;
+    let (initramfs_end, initramfs_idle) = initramfs_uptime("uptime")?;
 
     let started = Instant::now();
     let mut cases = Vec::new();
@@ -105,6 +106,8 @@ fn run() -> Result<(), String> {
     emit(SUITE, "systemd-to-default-target", &config, run, finished - before_systemd, "s");
     emit(SUITE, "initramfs-end", &config, run, initramfs_end, "s");
     emit(SUITE, "initramfs-idle", &config, run, initramfs_idle, "s");
+    emit(SUITE, "initramfs-scripts", &config, run, initramfs_end - initramfs_start, "s");
+    emit(SUITE, "initramfs-scripts-idle", &config, run, initramfs_idle - initramfs_start_idle, "s");
     emit(SUITE, "workload", &config, run, workload.as_secs_f64() * 1000.0, "ms");
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
@@ -342,10 +345,11 @@ fn module_stats(config: &str, control: &Control) -> Result<Option<Stats>, String
     Ok(Some(stats))
 }
 
-/// `/proc/uptime` as the initramfs ended (its last script copied it): the seconds since the
-/// kernel started, and those the CPU spent idle, when loading elfsig could have run for free.
-fn initramfs_uptime() -> Result<(f64, f64), String> {
-    let path = format!("/run/{}/uptime", image::BOOT_BENCH_INITRAMFS);
+/// `/proc/uptime` as the bench's initramfs scripts copied it to `name`, as init-top ran
+/// (`uptime-start`) and as the initramfs ended (`uptime`): the seconds since the kernel started,
+/// and those the CPU spent idle, when loading elfsig could have run for free.
+fn initramfs_uptime(name: &str) -> Result<(f64, f64), String> {
+    let path = format!("/run/{}/{name}", image::BOOT_BENCH_INITRAMFS);
     let text = std::fs::read_to_string(&path).context(&path)?;
     let mut fields = text.split_whitespace().map(str::parse::<f64>);
     match (fields.next(), fields.next()) {

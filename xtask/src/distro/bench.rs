@@ -56,17 +56,24 @@ manual_add_modules nfit nd_pmem
 exit 0
 "#;
 
-/// The initramfs-tools script: with `elfsig_bench=ima,RUN` on the command line, loads IMA's key
-/// and policy; otherwise does nothing.
+/// The initramfs-tools script: with `elfsig_bench=` on the command line, copies `/proc/uptime`
+/// as init-top runs (with [`COUNTERS`]'s at the initramfs's end, how long the CPU was idle in
+/// between); with `elfsig_bench=ima,RUN`, loads IMA's key and policy.
 const SCRIPT: &str = r#"#!/bin/sh
-# elfsig's boot bench, the ima configuration: IMA's key and policy, before the root runs anything.
+# elfsig's boot bench: the time as init-top runs; in the ima configuration, IMA's key and policy,
+# before the root runs anything.
 PREREQ=""
 prereqs() { echo "$PREREQ"; }
 case "$1" in
 prereqs) prereqs; exit 0 ;;
 esac
+read -r uptime </proc/uptime
+read -r cmdline </proc/cmdline
+case " $cmdline " in
+*" @WORD@="*) mkdir -p /run/@DIR@ && echo "$uptime" >/run/@DIR@/uptime-start ;;
+esac
 . /scripts/functions
-case " $(cat /proc/cmdline) " in
+case " $cmdline " in
 *" @WORD@=ima,"*) ;;
 *) exit 0 ;;
 esac

@@ -10,11 +10,17 @@ use crate::bench::native::Native;
 use crate::bench::results::{Results, mean_sd};
 
 /// The times measured: case, what the report calls it, unit.
-const TIMES: [(&str, &str, &str); 6] = [
+const TIMES: [(&str, &str, &str); 8] = [
     ("boot-to-default-target", "boot to the default target", "s"),
     ("kernel-and-initramfs", "of which kernel and initramfs", "s"),
     ("initramfs-end", "&nbsp;&nbsp;the initramfs's last script, from the kernel's start (`/proc/uptime`)", "s"),
     ("initramfs-idle", "&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle (waiting on timers and devices)", "s"),
+    (
+        "initramfs-scripts",
+        "&nbsp;&nbsp;&nbsp;&nbsp;of which from the bench's init-top script on (elfsig's own, which loads the module and the guard, runs before it)",
+        "s",
+    ),
+    ("initramfs-scripts-idle", "&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle", "s"),
     ("systemd-to-default-target", "of which systemd to the default target", "s"),
     ("workload", "workload, right after boot", "ms"),
 ];
