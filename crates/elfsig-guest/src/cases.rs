@@ -43,6 +43,7 @@ pub(crate) fn run_all() -> bool {
     runtime::cases(&mut suite);
     mapping::release_case(&mut suite);
     mapping::unavailable_case(&mut suite);
+    mapping::foreign_btf_ids_case(&mut suite);
     lifecycle::cases(&mut suite);
     lifecycle::lock_case(&mut suite, || {
         admin::refused_while_locked()?;

@@ -10,6 +10,9 @@ pub const MODULE: &str = "/elfsig.ko";
 pub const EMBEDDED_CERTS: usize = 5;
 /// The same module with its BTF removed: it cannot offer the mapping guard's kfuncs.
 pub const MODULE_NO_BTF: &str = "/elfsig-nobtf.ko";
+/// The same module with the BTF IDs of two of its kfuncs' argument types swapped, as if built for
+/// another build of the kernel: no program may call its kfuncs.
+pub const MODULE_FOREIGN_BTF_IDS: &str = "/elfsig-foreign-ids.ko";
 /// The dynamic loader x86-64 programs name in `PT_INTERP`, signed.
 pub const LD_SO: &str = "/lib64/ld-linux-x86-64.so.2";
 /// busybox, signed, and `/bin/sh` links to it.

@@ -10,8 +10,8 @@ use elfsig_guest::harness::{
 };
 use elfsig_guest::image::{
     BASH, GUARD, GUARD_PROBE, GUARD_RUNPATH, GUARD_USER, HELLO_OUTPUT, HELLO_UNSIGNED, LD_SO, LIB_OTHER_KEY,
-    LIB_REVOCATION, LIB_REVOKED, LIB_SIGNED, LIB_UNSIGNED, LS_UNSIGNED, MODULE, MODULE_NO_BTF, PYTHON, REVOCATION,
-    REVOKEME, SIGNED,
+    LIB_REVOCATION, LIB_REVOKED, LIB_SIGNED, LIB_UNSIGNED, LS_UNSIGNED, MODULE, MODULE_FOREIGN_BTF_IDS, MODULE_NO_BTF,
+    PYTHON, REVOCATION, REVOKEME, SIGNED,
 };
 use elfsig_guest::system;
 
@@ -315,6 +315,39 @@ pub(crate) fn unavailable_case(suite: &mut Suite<'_>) {
             )
         })();
         system::unload_module("elfsig").context("unload the module without BTF")?;
+        system::load_module(std::path::Path::new(MODULE), "").context("reload")?;
+        checks
+    });
+}
+
+/// A module whose BTF names its kfuncs' argument types by IDs this kernel gives to other types
+/// (as one built for another build of the kernel would): its kfunc filter refuses every kfunc,
+/// so `elfsig-guard` loads no program and attaches nothing (its own check of the filter passes:
+/// the foreign call is refused too), the kernel's log says why, and execs are still checked.
+pub(crate) fn foreign_btf_ids_case(suite: &mut Suite<'_>) {
+    suite.case("a_module_whose_btf_ids_are_another_kernels_lets_no_program_call_its_kfuncs", || {
+        system::unload_module("elfsig").context("unload")?;
+        let logged_before = kernel_log()?.len();
+        system::load_module(std::path::Path::new(MODULE_FOREIGN_BTF_IDS), "").context("load with foreign IDs")?;
+        let checks = (|| {
+            let out = run_with(GUARD, &[], &[])?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            ensure(
+                !out.status.success()
+                    && stderr.contains("the kernel refused the program for")
+                    && stderr.contains("is not allowed"),
+                || format!("elfsig-guard with foreign BTF IDs exited {} saying {stderr:?}", out.status),
+            )?;
+            ensure(guard_status()? == "detached", || format!("the guard is {:?}", guard_status()))?;
+            refused(HELLO_UNSIGNED)?;
+            runs(&format!("{SIGNED}/hello"), &[], Some(HELLO_OUTPUT))?;
+            let log = kernel_log()?;
+            ensure(
+                log.iter().skip(logged_before).any(|l| l.contains("BTF was made for another build of the kernel")),
+                || format!("the kernel log since the load: {:?}", &log[logged_before.min(log.len())..]),
+            )
+        })();
+        system::unload_module("elfsig").context("unload the module with foreign IDs")?;
         system::load_module(std::path::Path::new(MODULE), "").context("reload")?;
         checks
     });

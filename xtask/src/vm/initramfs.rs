@@ -119,6 +119,7 @@ pub fn test_suite<'k>(
     cpio.file("/init", 0o755, &read(guest)?);
     cpio.file(image::MODULE, 0o644, &read(ko)?);
     cpio.file(image::MODULE_NO_BTF, 0o644, &without_btf(ko)?);
+    cpio.file(image::MODULE_FOREIGN_BTF_IDS, 0o644, &with_foreign_btf_ids(ko)?);
     cpio.symlink("/bin/sh", "busybox");
     cpio.file(image::SCRIPT_SIGNED_INTERPRETER, 0o755, b"#!/bin/sh\necho script ran\n");
     let unsigned_script = format!("#!{} sh\necho script ran\n", image::BUSYBOX_UNSIGNED);
@@ -177,6 +178,39 @@ fn without_btf(ko: &Path) -> Result<Vec<u8>> {
     let out = paths::target().join("vm/elfsig-nobtf.ko");
     Cmd::new("objcopy").args(["--remove-section=.BTF"]).arg(ko).arg(&out).run()?;
     read(&out)
+}
+
+/// The module as if built for another build of the kernel: the BTF IDs it holds for the kfuncs'
+/// first two argument types (`struct file`, `struct vm_area_struct`: `elfsig_kfunc_arg_types`,
+/// kmod/shim/kfunc_ids.c) swapped, so that each names a type of another size.
+fn with_foreign_btf_ids(ko: &Path) -> Result<Vec<u8>> {
+    const LIST: &str = "elfsig_kfunc_arg_types";
+    let number = |text: &str, radix: u32| {
+        u64::from_str_radix(text, radix).map_err(|e| format!("{}: readelf said {text:?}: {e}", ko.display()))
+    };
+    let sections = Cmd::new("readelf").args(["-S", "-W"]).arg(ko).read()?;
+    let (index, offset) = sections
+        .lines()
+        .find_map(|line| {
+            let (index, rest) = line.trim_start().strip_prefix('[')?.split_once(']')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            (fields.first() == Some(&".BTF_ids")).then(|| (index.trim().to_owned(), fields.get(3).copied()))
+        })
+        .ok_or_else(|| format!("{} has no .BTF_ids section", ko.display()))?;
+    let offset = number(offset.ok_or("readelf gave .BTF_ids no offset")?, 16)?;
+    let symbols = Cmd::new("readelf").args(["-s", "-W"]).arg(ko).read()?;
+    let value = symbols
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|fields| fields.len() == 8 && fields[7] == LIST && fields[6] == index)
+        .map(|fields| fields[1].to_owned())
+        .ok_or_else(|| format!("{} has no {LIST} in .BTF_ids", ko.display()))?;
+    let at = usize::try_from(offset + number(&value, 16)?).map_err(|e| e.to_string())?;
+    let mut bytes = read(ko)?;
+    let ids = bytes.get_mut(at..at + 8).ok_or_else(|| format!("{LIST} past the end of {}", ko.display()))?;
+    let (first, second) = ids.split_at_mut(4);
+    first.swap_with_slice(second);
+    Ok(bytes)
 }
 
 /// `program` without its symbols and debug information (the release CLI is 8 times smaller
