@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::Path;
 
+use super::files::size_mib;
 use crate::Result;
 use crate::cmd::Cmd;
 
@@ -15,14 +16,7 @@ const FS_LABEL: &str = "elfsig-root";
 
 /// `mke2fs -d`: the tree as an ext4 image, with room to spare for what the system writes.
 pub(super) fn make(root: &Path, disk: &Path) -> Result {
-    let used: u64 = Cmd::new("du")
-        .args(["-s", "--block-size=1M"])
-        .arg(root)
-        .read()?
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .ok_or("cannot read du's answer")?;
+    let used = size_mib(root, None)?;
     let _ = fs::remove_file(disk);
     Cmd::new("mke2fs")
         .args(["-q", "-F", "-t", "ext4", "-L", FS_LABEL, "-U", FS_UUID, "-E", "root_owner=0:0", "-d"])

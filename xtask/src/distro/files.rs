@@ -52,6 +52,20 @@ pub(super) fn symlink(target: &str, link: &Path) -> Result {
     std::os::unix::fs::symlink(target, link).map_err(|e| format!("cannot link {}: {e}", link.display()))
 }
 
+/// The space the files under `dir` take, in MiB (`du`'s count), without those under `excluded`.
+pub(super) fn size_mib(dir: &Path, excluded: Option<&Path>) -> Result<u64> {
+    let excluded = excluded.map(|path| format!("--exclude={}", path.display()));
+    Cmd::new("du")
+        .args(["-s", "--block-size=1M"])
+        .args(excluded)
+        .arg(dir)
+        .read()?
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("cannot read du's answer for {}", dir.display()))
+}
+
 /// Whether `path` starts like an ELF file.
 pub(super) fn is_elf(path: &Path) -> bool {
     let mut magic = [0u8; 4];

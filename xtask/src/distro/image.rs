@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use elfsig_guest::image::DISTRO_CHECK;
 
-use super::files::{copy, is_elf, regular_files, symlink, write};
+use super::files::{copy, is_elf, regular_files, size_mib, symlink, write};
 use super::{archive, bench, containers, ext4, policy, secure_boot};
 use crate::cmd::Cmd;
 use crate::debian_kernel::{self, DebianKernel};
@@ -80,8 +80,15 @@ pub fn make(debian: &DebianKernel, parts: &Parts<'_>, variant: Variant<'_>, for_
         fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
     }
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    // The copy (2.5 GB), then its image (4 GB, sparse).
-    deps::ensure_space(&dir, 8, "making the Debian 13 system's image")?;
+    // What this image replaces goes first: an earlier run's (the checks' before the bench's)
+    // must not count against the space this one needs.
+    for old in [format!("{name}.ext4"), format!("{name}-initrd.img"), format!("{name}-dracut.img")] {
+        let _ = fs::remove_file(dir.join(old));
+    }
+    // At its peak the copy and its image (written as sparse as mke2fs makes it) are on disk
+    // together: each at most the root's size, the build tree left out.
+    let root_gib = size_mib(&debian.root, Some(&debian.root.join(KBUILD_CACHE)))?.div_ceil(1024);
+    deps::ensure_space(&dir, 2 * root_gib + 1, "making the Debian 13 system's image")?;
     // A copy, owners (by number: the root's users are not this machine's), modes, hard links,
     // ACLs and extended attributes kept, without what the module's builds left there: its Rust
     // build tree (kmod/dkms/rust-tree's cache, 2 GB), its staged sources, DKMS's state.
