@@ -174,7 +174,7 @@ fn measure_loading(run: usize) -> Result<(), String> {
 /// The parts of attaching the guard, from `elfsig-guard --verbose`'s top-level steps (guard/src/load.rs).
 const GUARD_STEPS: [(&str, &[&str]); 3] = [
     ("attach-guard-btf", &["read vmlinux's BTF", "find the module's BTF", "find the hooks and kfuncs"]),
-    ("attach-guard-verifier", &["kfunc filter", "load"]),
+    ("attach-guard-verifier", &["kfunc filter", "fmod_ret", "load", "sealed"]),
     ("attach-guard-attach", &["attach"]),
 ];
 

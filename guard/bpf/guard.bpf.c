@@ -12,7 +12,8 @@
  * of files released; a seventh and an eighth tell it of execs that can no longer fail and of
  * tasks forked, so that it knows what each task's program is entitled to; a ninth asks about
  * memory that READ_IMPLIES_EXEC makes executable where no other hook sees it, two more about
- * processes traced, and one about userfaultfds.
+ * processes traced, and one about userfaultfds. The last keeps them all from anyone else:
+ * once the module holds them, no file descriptor is made for any of them.
  *
  * The programs read no field of any kernel structure: the module, built against the running
  * kernel, reads those it needs. So the programs need no relocation against the kernel's types
@@ -40,6 +41,7 @@ extern int elfsig_kfunc_memory_placed(void) __ksym;
 extern int elfsig_kfunc_ptrace(void) __ksym;
 extern int elfsig_kfunc_ptrace_traceme(struct task_struct *parent) __ksym;
 extern int elfsig_kfunc_anon_inode(const struct qstr *name) __ksym;
+extern int elfsig_kfunc_bpf_prog(struct bpf_prog *prog) __ksym;
 
 /* An errno the module returned, bounded as the verifier wants an LSM program's result. */
 static __always_inline int elfsig_errno(int ret, int otherwise)
@@ -241,6 +243,24 @@ int guard_inode_init_security_anon(__u64 *ctx)
 	if (ret)
 		return ret;
 	return elfsig_kfunc_anon_inode(name) ? -EACCES : 0;
+}
+
+/*
+ * A file descriptor about to be made for a BPF program (loaded, found by its ID, or got from a
+ * pinned path): the module refuses one for the programs above once it holds them, so that no
+ * one can tail-call them from another hook, attach them again, replace their functions or
+ * trace them; and one for a program that would skip a security_ function (fmod_ret), which
+ * fails its load.
+ */
+SEC("lsm/bpf_prog")
+int guard_bpf_prog(__u64 *ctx)
+{
+	struct bpf_prog *prog = (struct bpf_prog *)ctx[0];
+	int ret = ctx[1];
+
+	if (ret)
+		return ret;
+	return elfsig_errno(elfsig_kfunc_bpf_prog(prog), -ENOENT);
 }
 
 char LICENSE[] SEC("license") = "GPL";

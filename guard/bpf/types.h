@@ -11,6 +11,7 @@
 
 typedef unsigned long long __u64;
 
+struct bpf_prog;
 struct file;
 struct key;
 struct linux_binprm;
@@ -31,6 +32,7 @@ struct vm_area_struct;
 #define PTRACE_MODE_REALCREDS 0x10
 /* include/uapi/asm-generic/errno-base.h and include/linux/err.h */
 #define EPERM 1
+#define ENOENT 2
 #define ENOMEM 12
 #define EACCES 13
 #define ETXTBSY 26

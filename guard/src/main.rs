@@ -25,8 +25,9 @@ const USAGE: &str = "usage: elfsig-guard [-v | --verbose] [status]
 
 Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
 key_post_create_or_update, bprm_creds_for_exec, file_open, file_release, bprm_committed_creds,
-task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme and inode_init_security_anon) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf among the kernel's active
-LSMs. `status` prints the guard's state and attaches
+task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme, inode_init_security_anon and
+bpf_prog) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf
+among the kernel's active LSMs. `status` prints the guard's state and attaches
 nothing. `--verbose` prints how long each step took, on standard error.";
 
 fn main() -> ExitCode {
@@ -70,16 +71,20 @@ fn attach() -> Result<(), String> {
     }
     control::check_bpf_lsm_active()?;
 
-    let links = load::attach()?;
-    verbose::step("hand over", || control::hand_over(&links.iter().map(|l| l.as_raw_fd()).collect::<Vec<_>>()))?;
-    // The module holds the links now: closing ours detaches nothing.
-    drop(links);
+    let attached = load::attach()?;
+    let fds: Vec<_> = attached.links.iter().map(|l| l.as_raw_fd()).collect();
+    verbose::step("hand over", || control::hand_over(&fds))?;
 
+    // The module holds the links now, for good once it is locked: the guard must run (the
+    // canary) before anything else is said of it.
     let refused = verbose::step("canary", canary::executable_mapping_refused)?;
     let enforcing = control::enforcing()?;
     if enforcing && !refused {
         return Err("the canary (an unsigned file mapped executable) was allowed: the guard does not work".into());
     }
+    verbose::step("sealed", || attached.check_sealed())?;
+    // Closing our descriptors detaches nothing.
+    drop(attached);
     match control::status()? {
         Guard::Active => {
             println!("elfsig-guard: the mapping guard is active");

@@ -12,8 +12,9 @@ use super::to_result;
 /// How many hooks the guard's programs attach to, one program on each (`ELFSIG_GUARD_HOOKS`):
 /// `mmap_file`, `file_mprotect`, `key_post_create_or_update`, `bprm_creds_for_exec`,
 /// `file_open`, `file_release`, `bprm_committed_creds`, `task_alloc`, `mmap_addr`,
-/// `ptrace_access_check`, `ptrace_traceme`, `inode_init_security_anon`.
-pub(crate) const HOOKS: usize = 12;
+/// `ptrace_access_check`, `ptrace_traceme`, `inode_init_security_anon`, and `bpf_prog`, which
+/// keeps the others' programs from anyone else.
+pub(crate) const HOOKS: usize = 13;
 
 extern "C" {
     fn elfsig_shim_guard_init() -> c_int;

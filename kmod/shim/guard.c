@@ -16,6 +16,15 @@
  * module through the `guard` control file; the module keeps a reference to each, so the guard
  * outlives its loader, and no one but the module can detach it (LSM links have no detach).
  *
+ * Once it holds them, the guard is sealed: no program loaded later may call the kfuncs (the
+ * filter below refuses them all), and a thirteenth program, on bpf_prog, refuses a file
+ * descriptor for any of the guard's programs (elfsig_shim_guard_bpf_prog()). Without a
+ * descriptor, no one can put them in a program array and tail-call them from another hook
+ * with the same arguments (file_set_fowner into file_release's program would give write
+ * refusals back early), attach them again, replace their functions (freplace) or trace them.
+ * Nor may anyone load a program that skips a security_ function (fmod_ret), and with it the
+ * guard's hook.
+ *
  * A program that calls a module's kfunc holds a reference on that module: while the module
  * holds the links, it cannot be unloaded. Writing `release` to `guard` drops them (refused
  * once locked).
@@ -168,6 +177,47 @@ int elfsig_shim_guard_anon_inode(const struct qstr *name)
 	return elfsig_check_userfaultfd();
 }
 
+static DEFINE_MUTEX(elfsig_guard_lock);
+static struct bpf_link *elfsig_guard_links[ELFSIG_GUARD_HOOKS];
+/* Bumped under the lock by every attach and every release that dropped links: odd while the
+ * module holds them. */
+static u64 elfsig_guard_generation;
+
+/*
+ * The programs of the links the module holds, for elfsig_shim_guard_bpf_prog()'s comparisons:
+ * set and cleared under elfsig_guard_lock with the links, read without it, compared and
+ * never followed.
+ */
+static const struct bpf_prog *elfsig_guard_progs[ELFSIG_GUARD_HOOKS];
+
+/*
+ * bpf_prog: a file descriptor is about to be made for `prog` (loaded, found by its ID, or got
+ * from a pinned path). One of the programs the module holds gets none: -ENOENT, which tools
+ * that list programs (bpftool prog show) take for a program gone and skip, as they must go on
+ * listing the others. Refusing a program's first descriptor fails its load. Does not sleep.
+ */
+int elfsig_shim_guard_bpf_prog(const struct bpf_prog *prog)
+{
+	static const char security[] = "security_";
+	int hook;
+
+	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+		if (READ_ONCE(elfsig_guard_progs[hook]) == prog)
+			return -ENOENT;
+	/*
+	 * A program that changes what a security_ function returns (fmod_ret), which the
+	 * trampoline skips, every LSM's hook with it, whenever the program says anything but 0:
+	 * on a void hook that leaves the guard's work undone (a revocation's cache flush, an
+	 * exec's entitlements), on mmap_addr it places memory unchecked. Refused while the
+	 * module holds the guard (-EPERM: the load fails).
+	 */
+	if ((READ_ONCE(elfsig_guard_generation) & 1) && prog->type == BPF_PROG_TYPE_TRACING &&
+	    prog->expected_attach_type == BPF_MODIFY_RETURN && prog->aux->attach_func_name &&
+	    !strncmp(prog->aux->attach_func_name, security, sizeof(security) - 1))
+		return -EPERM;
+	return 0;
+}
+
 /*
  * key_post_create_or_update: a key was added to a keyring or updated. A key of the blacklist
  * type (which can only go in .blacklist) may revoke a digest the verdict cache holds. The key
@@ -262,6 +312,7 @@ BTF_ID_FLAGS(func, elfsig_kfunc_memory_placed)
 BTF_ID_FLAGS(func, elfsig_kfunc_ptrace)
 BTF_ID_FLAGS(func, elfsig_kfunc_ptrace_traceme, KF_TRUSTED_ARGS)
 BTF_ID_FLAGS(func, elfsig_kfunc_anon_inode, KF_TRUSTED_ARGS)
+BTF_ID_FLAGS(func, elfsig_kfunc_bpf_prog, KF_TRUSTED_ARGS)
 BTF_KFUNCS_END(elfsig_kfunc_ids)
 
 /* The hooks' functions, indexed by ELFSIG_GUARD_*. */
@@ -278,6 +329,7 @@ static const char *const elfsig_guard_hooks[ELFSIG_GUARD_HOOKS] = {
 	[ELFSIG_GUARD_PTRACE_ACCESS_CHECK] = "bpf_lsm_ptrace_access_check",
 	[ELFSIG_GUARD_PTRACE_TRACEME] = "bpf_lsm_ptrace_traceme",
 	[ELFSIG_GUARD_INODE_INIT_SECURITY_ANON] = "bpf_lsm_inode_init_security_anon",
+	[ELFSIG_GUARD_BPF_PROG] = "bpf_lsm_bpf_prog",
 };
 
 /* The kfuncs, each with the hook whose program may call it. */
@@ -295,6 +347,7 @@ BTF_ID(func, elfsig_kfunc_memory_placed)
 BTF_ID(func, elfsig_kfunc_ptrace)
 BTF_ID(func, elfsig_kfunc_ptrace_traceme)
 BTF_ID(func, elfsig_kfunc_anon_inode)
+BTF_ID(func, elfsig_kfunc_bpf_prog)
 
 static const int elfsig_kfunc_hook[] = {
 	ELFSIG_GUARD_MMAP_FILE,
@@ -310,6 +363,7 @@ static const int elfsig_kfunc_hook[] = {
 	ELFSIG_GUARD_PTRACE_ACCESS_CHECK,
 	ELFSIG_GUARD_PTRACE_TRACEME,
 	ELFSIG_GUARD_INODE_INIT_SECURITY_ANON,
+	ELFSIG_GUARD_BPF_PROG,
 };
 
 /* Which of the guard's hooks `prog` is an LSM program on, or -EINVAL. */
@@ -329,13 +383,18 @@ static int elfsig_lsm_hook(const struct bpf_prog *prog)
 /*
  * Each kfunc only from the LSM program on its own hook: what the module does with the file
  * depends on the hook it comes from (the table of write_denials.c takes a file from mmap_file
- * and gives it back from file_release, which must see every file it took). The verifier asks
- * while it checks the program, once its attach point is known.
+ * and gives it back from file_release, which must see every file it took). And none once the
+ * module holds the guard's links: the guard's own programs are verified by then, and any
+ * later one, even on the right hook, would be someone else's (a second file_release, say,
+ * giving refusals back twice). The verifier asks while it checks the program, once its attach
+ * point is known.
  */
 static int elfsig_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
 {
 	int hook = elfsig_lsm_hook(prog), i;
 
+	if (READ_ONCE(elfsig_guard_generation) & 1)
+		return -EACCES;
 	/* The kernel asks only about this module's kfuncs, with the IDs its build wrote when they
 	 * are the kernel's (kfunc_ids.c): an ID this table does not hold is refused. */
 	if (hook < 0 || !elfsig_shim_kfunc_ids_match(prog))
@@ -374,12 +433,6 @@ int elfsig_shim_guard_init(void)
 	return ELFSIG_GUARD_NO_MODULE_BTF;
 #endif
 }
-
-static DEFINE_MUTEX(elfsig_guard_lock);
-static struct bpf_link *elfsig_guard_links[ELFSIG_GUARD_HOOKS];
-/* Bumped under the lock by every attach and every release that dropped links: odd while the
- * module holds them. */
-static u64 elfsig_guard_generation;
 
 /* Which hook the link's program is an LSM program on, or -EINVAL. */
 static int elfsig_guard_hook(const struct bpf_link *link)
@@ -425,6 +478,8 @@ int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 			err = -EBUSY;
 		} else {
 			memcpy(elfsig_guard_links, links, sizeof(links));
+			for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
+				WRITE_ONCE(elfsig_guard_progs[hook], links[hook]->prog);
 			WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
 			/* file_release's program is held: refusals kept until release come back. */
 			elfsig_shim_write_denials_start();
@@ -463,6 +518,7 @@ void elfsig_shim_guard_release(void)
 	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++) {
 		links[hook] = elfsig_guard_links[hook];
 		elfsig_guard_links[hook] = NULL;
+		WRITE_ONCE(elfsig_guard_progs[hook], NULL);
 	}
 	if (links[ELFSIG_GUARD_MMAP_FILE])
 		WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);

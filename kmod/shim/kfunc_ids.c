@@ -37,6 +37,7 @@ BTF_ID(struct, key)
 BTF_ID(struct, linux_binprm)
 BTF_ID(struct, task_struct)
 BTF_ID(struct, qstr)
+BTF_ID(struct, bpf_prog)
 
 /* Their sizes here, in the same order: what this kernel's BTF must say of those IDs. */
 static const u32 elfsig_kfunc_arg_sizes[] = {
@@ -46,6 +47,7 @@ static const u32 elfsig_kfunc_arg_sizes[] = {
 	sizeof(struct linux_binprm),
 	sizeof(struct task_struct),
 	sizeof(struct qstr),
+	sizeof(struct bpf_prog),
 };
 
 /*

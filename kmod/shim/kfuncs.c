@@ -83,4 +83,9 @@ __bpf_kfunc int elfsig_kfunc_anon_inode(const struct qstr *name)
 	return elfsig_shim_guard_anon_inode(name);
 }
 
+__bpf_kfunc int elfsig_kfunc_bpf_prog(struct bpf_prog *prog)
+{
+	return elfsig_shim_guard_bpf_prog(prog);
+}
+
 __bpf_kfunc_end_defs();

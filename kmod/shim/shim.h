@@ -103,6 +103,8 @@ int elfsig_shim_guard_memory_placed(void);
 int elfsig_shim_guard_ptrace(void);
 int elfsig_shim_guard_ptrace_traceme(struct task_struct *parent);
 int elfsig_shim_guard_anon_inode(const struct qstr *name);
+struct bpf_prog;
+int elfsig_shim_guard_bpf_prog(const struct bpf_prog *prog);
 /* securityfs.c: a control file's contents, and what was written to it. */
 ssize_t elfsig_control_read(unsigned int which, char *buf, size_t len);
 ssize_t elfsig_control_write(unsigned int which, const char *buf, size_t len);
@@ -295,7 +297,8 @@ u64 elfsig_shim_write_denials_held(void);
 #define ELFSIG_GUARD_PTRACE_ACCESS_CHECK 9
 #define ELFSIG_GUARD_PTRACE_TRACEME 10
 #define ELFSIG_GUARD_INODE_INIT_SECURITY_ANON 11
-#define ELFSIG_GUARD_HOOKS 12
+#define ELFSIG_GUARD_BPF_PROG 12
+#define ELFSIG_GUARD_HOOKS 13
 
 /* Why the kernel cannot run the guard, besides a negative errno. */
 enum elfsig_guard_unavailable {
@@ -310,7 +313,6 @@ void elfsig_shim_guard_release(void);
 
 /* ---- kfunc_ids.c: whether the kfuncs' BTF IDs are the running kernel's -------------------- */
 
-struct bpf_prog;
 int elfsig_shim_kfunc_ids_init(void);
 bool elfsig_shim_kfunc_ids_match(const struct bpf_prog *prog);
 

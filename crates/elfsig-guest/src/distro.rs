@@ -172,6 +172,7 @@ fn refusals(suite: &mut Suite<'_>) {
         ensure(!out.status.success(), || "elfsig mode permissive succeeded while locked".into())?;
         let out = harness::run("/usr/sbin/rmmod", &["elfsig"]).context("rmmod")?;
         ensure(!out.status.success(), || "rmmod elfsig succeeded while locked".into())?;
+        crate::guard_sealed::holds()?;
         module_state(Mode::Enforce, true)
     });
 }

@@ -5,6 +5,7 @@
 //! program (`bench/`) are built on it; `cargo xtask` reads the same constants and parses the
 //! same KTAP.
 
+pub mod bpf;
 pub mod debian;
 pub mod harness;
 pub mod image;

@@ -18,6 +18,7 @@ pub(crate) fn checks() -> Outcome {
     ensure(std::path::Path::new(&control("mode")).exists(), || "the module went away".into())?;
     if std::fs::read_to_string(control("guard")).context("read guard")? == "active\n" {
         refuses("guard", "release", "active")?;
+        crate::guard_sealed::holds()?;
     }
     refuses("loader", "allow", "deny")?;
     refused(LD_SO)?;

@@ -9,6 +9,7 @@ mod containers;
 mod distro;
 mod fuse;
 mod guard_control;
+mod guard_sealed;
 mod kernel_log;
 mod kernel_update;
 mod locked;

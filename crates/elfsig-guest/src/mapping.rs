@@ -80,6 +80,7 @@ fn user_runs(env: &[(&str, &str)]) -> Outcome {
 /// Every case but the attaching one, in the order they run.
 pub(crate) fn cases(suite: &mut Suite<'_>) {
     let _ = std::fs::create_dir_all(WORK);
+    suite.case("no_one_gets_a_descriptor_for_the_guards_programs", crate::guard_sealed::holds);
     suite.case("signed_library_loads_through_ld_library_path", || {
         let before = stats()?;
         user_runs(&[("LD_LIBRARY_PATH", LIB_SIGNED)])?;

@@ -198,8 +198,11 @@ pub const LOADING: [(&str, &str); 3] = [
 /// calls it.
 pub const GUARD_PARTS: [(&str, &str); 3] = [
     ("attach-guard-btf", "reading BTF (vmlinux's and the module's, for the hooks' and kfuncs' IDs)"),
-    ("attach-guard-verifier", "the BPF verifier (the twelve programs, and the kfunc filter's canary)"),
-    ("attach-guard-attach", "attaching (a trampoline on each of the twelve hooks)"),
+    (
+        "attach-guard-verifier",
+        "the BPF verifier (the guard's programs, and the kfunc filter's checks before and after the hand-over)",
+    ),
+    ("attach-guard-attach", "attaching (a trampoline on each of the guard's hooks)"),
 ];
 
 /// The rows of the breakdown: what the report calls them, and milliseconds.
