@@ -77,17 +77,22 @@ impl<'a> Btf<'a> {
     /// The IDs of the functions named in `names`, each found or not.
     pub(crate) fn functions(&self, names: &[&str], base: Option<&Btf<'_>>) -> Result<HashMap<String, u32>, String> {
         // vmlinux has some sixty thousand functions: most are told apart from the names wanted
-        // by the prefix those share (`bpf_lsm_`, `elfsig_kfunc_`), in a few bytes.
-        let prefix =
-            names.iter().map(|n| n.as_bytes()).reduce(|a, b| &a[..a.iter().zip(b).take_while(|(x, y)| x == y).count()]);
-        let prefix = prefix.unwrap_or_default();
+        // by the prefixes those share (`bpf_lsm_`, `elfsig_kfunc_`; one for the names of each
+        // first letter), in a few bytes.
+        let mut prefixes: Vec<&[u8]> = Vec::new();
+        for name in names.iter().map(|n| n.as_bytes()) {
+            match prefixes.iter_mut().find(|p| p.first() == name.first()) {
+                Some(prefix) => *prefix = &prefix[..prefix.iter().zip(name).take_while(|(x, y)| x == y).count()],
+                None => prefixes.push(name),
+            }
+        }
         let mut found = HashMap::new();
         self.walk(|id, kind, name_off| {
             if kind != KIND_FUNC {
                 return None::<()>;
             }
             // None walks on.
-            let rest = self.string(name_off, base).filter(|rest| rest.starts_with(prefix))?;
+            let rest = self.string(name_off, base).filter(|rest| prefixes.iter().any(|p| rest.starts_with(p)))?;
             if let Some(name) = names.iter().find(|n| rest.starts_with(n.as_bytes()) && rest.get(n.len()) == Some(&0)) {
                 found.insert((*name).to_owned(), id);
             }

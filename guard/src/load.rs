@@ -92,14 +92,27 @@ pub(crate) fn attach() -> Result<Attached, String> {
         program.resolve_kfuncs(|name| kfuncs.get(name).copied(), 1)?;
     }
     let file_release = (file_release_program(&object)?.to_vec(), hook_id(FILE_RELEASE)?);
-    let security_function = hooks
-        .get(SECURITY_FUNCTION)
-        .copied()
-        .ok_or_else(|| format!("the kernel has no {SECURITY_FUNCTION} in its BTF"))?;
     // What the seal must refuse, loaded (never attached) while the module allows it: where the
-    // kernel itself refuses it, there is nothing to refuse.
-    let security_function =
-        verbose::step("fmod_ret", || skipping(security_function, &license).is_ok().then_some(security_function));
+    // kernel itself refuses it, there is nothing to refuse, and the check after the hand-over
+    // is left out, saying why.
+    let security_function = verbose::step("fmod_ret", || {
+        let Some(&id) = hooks.get(SECURITY_FUNCTION) else {
+            eprintln!(
+                "elfsig-guard: not checking that fmod_ret is refused: no {SECURITY_FUNCTION} in the kernel's BTF"
+            );
+            return None;
+        };
+        match skipping(id, &license) {
+            Ok(_) => Some(id),
+            Err(refused) => {
+                eprintln!(
+                    "elfsig-guard: not checking that fmod_ret is refused: the kernel refuses it on \
+                     {SECURITY_FUNCTION} anyway: {refused}"
+                );
+                None
+            }
+        }
+    });
     verbose::step("kfunc filter", || {
         let refused = load_as(&file_release.0, hook_id(FOREIGN)?, &license, &fd_array);
         match refused_by_filter(refused) {

@@ -4,6 +4,8 @@
 //! guest's tests make too are `elfsig-bpf`'s; each command's attributes are a `#[repr(C)]`
 //! structure laid out as the kernel's `union bpf_attr` member (include/uapi/linux/bpf.h).
 
+#![allow(unsafe_code)]
+
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -85,15 +87,20 @@ pub(crate) fn prog_load(program: &Program<'_>) -> Result<OwnedFd, Refused> {
         fd_array: if program.fd_array.is_empty() { 0 } else { program.fd_array.as_ptr() as u64 },
         ..ProgLoad::default()
     };
-    match bpf(PROG_LOAD, &mut attr) {
-        Ok(fd) => owned(fd).map_err(|error| Refused { error, log: String::new() }),
+    // SAFETY: `ProgLoad` is the command's attributes; its pointers are to `program`'s
+    // instructions, license (NUL-terminated) and fd_array (or 0), which outlive the call.
+    match unsafe { bpf(PROG_LOAD, &mut attr) } {
+        // SAFETY: the descriptor the command just opened.
+        Ok(fd) => unsafe { owned(fd) }.map_err(|error| Refused { error, log: String::new() }),
         Err(error) => {
             // Again, with the verifier's log, to say why.
             let mut log = vec![0u8; 1 << 20];
             attr.log_level = 1;
             attr.log_size = log.len() as u32;
             attr.log_buf = log.as_mut_ptr() as u64;
-            let _ = bpf(PROG_LOAD, &mut attr);
+            // SAFETY: as above, and the log buffer is `log`, as long as `log_size` says. A
+            // program loaded this time is not expected; its descriptor would leak.
+            let _ = unsafe { bpf(PROG_LOAD, &mut attr) };
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             let lines: Vec<&str> = text.lines().collect();
@@ -117,7 +124,9 @@ struct LinkCreate {
 /// Links a loaded LSM program to its hook: the program runs from now on, while the link lives.
 pub(crate) fn link_create(prog: &OwnedFd) -> io::Result<OwnedFd> {
     let mut attr = LinkCreate { prog_fd: prog.as_raw_fd() as u32, attach_type: BPF_LSM_MAC, ..LinkCreate::default() };
-    owned(bpf(LINK_CREATE, &mut attr)?)
+    // SAFETY: `LinkCreate` is the command's attributes, without pointers; the descriptor is the
+    // one the command just opened.
+    unsafe { owned(bpf(LINK_CREATE, &mut attr)?) }
 }
 
 #[repr(C)]
@@ -148,19 +157,18 @@ pub(crate) fn kernel_btf(name: &str) -> Result<Option<(OwnedFd, Vec<u8>)>, Strin
         };
         let mut found = [0u8; 64];
         let mut info = BtfInfo { name: found.as_mut_ptr() as u64, name_len: found.len() as u32, ..BtfInfo::default() };
-        btf_info(&fd, &mut info).map_err(|e| format!("cannot read BTF object {id}: {e}"))?;
+        // SAFETY: `BtfInfo` is the start of `struct bpf_btf_info`; its name is `found`, as long
+        // as `name_len` says.
+        unsafe { elfsig_bpf::info(&fd, &mut info) }.map_err(|e| format!("cannot read BTF object {id}: {e}"))?;
         let end = found.iter().position(|&b| b == 0).unwrap_or(found.len());
         if info.kernel_btf == 0 || &found[..end] != name.as_bytes() {
             continue;
         }
         let mut data = vec![0u8; info.btf_size as usize];
         let mut info = BtfInfo { btf: data.as_mut_ptr() as u64, btf_size: data.len() as u32, ..BtfInfo::default() };
-        btf_info(&fd, &mut info).map_err(|e| format!("cannot read {name}'s BTF: {e}"))?;
+        // SAFETY: as above; its data is `data`, as long as `btf_size` says.
+        unsafe { elfsig_bpf::info(&fd, &mut info) }.map_err(|e| format!("cannot read {name}'s BTF: {e}"))?;
         data.truncate(info.btf_size as usize);
         return Ok(Some((fd, data)));
     }
-}
-
-fn btf_info(fd: &OwnedFd, info: &mut BtfInfo) -> io::Result<()> {
-    elfsig_bpf::info(fd, info)
 }

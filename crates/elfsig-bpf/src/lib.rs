@@ -27,17 +27,26 @@ pub const LINK_GET_FD_BY_ID: libc::c_long = 30;
 pub const LINK_GET_NEXT_ID: libc::c_long = 31;
 
 /// Runs one command; its result, a descriptor or 0, or the error.
-pub fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<libc::c_long> {
-    // SAFETY: `attr` is the command's attribute structure, as large as its size says; any
-    // pointer in it points at memory that outlives the call (the callers' locals).
+///
+/// # Safety
+///
+/// `attr` must be `cmd`'s attribute structure, laid out as the kernel's; every pointer in it
+/// must point at memory valid for what the kernel reads or writes there (as long as the size
+/// next to it says), for the length of the call.
+pub unsafe fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<libc::c_long> {
+    // SAFETY: the caller's promise; the size is `attr`'s own.
     let ret = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr as *mut T, size_of::<T>() as libc::c_uint) };
     if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
 }
 
-/// A descriptor the kernel just returned.
-pub fn owned(fd: libc::c_long) -> io::Result<OwnedFd> {
+/// A descriptor that a bpf command just returned, owned from now on.
+///
+/// # Safety
+///
+/// `fd` must be a descriptor the caller just opened and that nothing else owns.
+pub unsafe fn owned(fd: libc::c_long) -> io::Result<OwnedFd> {
     let fd = i32::try_from(fd).map_err(|_| io::Error::other("the kernel returned no descriptor"))?;
-    // SAFETY: a descriptor the bpf call just opened for us, owned by nothing else.
+    // SAFETY: the caller's promise.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -93,7 +102,8 @@ const _: () = assert!(std::mem::offset_of!(ProgLoad, attach_btf_id) == 108);
 /// The ID after `id` that `cmd` (`*_GET_NEXT_ID`) finds, or `None` past the last.
 pub fn next_id(cmd: libc::c_long, id: u32) -> io::Result<Option<u32>> {
     let mut next = GetId { id, ..GetId::default() };
-    match bpf(cmd, &mut next) {
+    // SAFETY: the attributes of every `*_GET_NEXT_ID`, which hold no pointer.
+    match unsafe { bpf(cmd, &mut next) } {
         Ok(_) => Ok(Some(next.next_id)),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
         Err(e) => Err(e),
@@ -103,12 +113,19 @@ pub fn next_id(cmd: libc::c_long, id: u32) -> io::Result<Option<u32>> {
 /// A descriptor for the object whose ID is `id`, from `cmd` (`*_GET_FD_BY_ID`).
 pub fn by_id(cmd: libc::c_long, id: u32) -> io::Result<OwnedFd> {
     let mut attr = GetId { id, ..GetId::default() };
-    owned(bpf(cmd, &mut attr)?)
+    // SAFETY: the attributes of every `*_GET_FD_BY_ID`, which hold no pointer; the descriptor
+    // is the one the command just opened.
+    unsafe { owned(bpf(cmd, &mut attr)?) }
 }
 
 /// Fills `info` (the start of the object's `struct bpf_*_info`, whose pointers it may set) with
 /// what the kernel says of the object behind `fd`: no more than `info` has room for.
-pub fn info<T>(fd: &OwnedFd, info: &mut T) -> io::Result<()> {
+///
+/// # Safety
+///
+/// `info` must be laid out as the start of the kernel's `struct bpf_*_info` for the object's
+/// kind, and every buffer it points at valid for as many bytes as the length next to it says.
+pub unsafe fn info<T>(fd: &OwnedFd, info: &mut T) -> io::Result<()> {
     #[repr(C)]
     struct GetInfo {
         bpf_fd: u32,
@@ -117,7 +134,8 @@ pub fn info<T>(fd: &OwnedFd, info: &mut T) -> io::Result<()> {
     }
     let mut attr =
         GetInfo { bpf_fd: fd.as_raw_fd() as u32, info_len: size_of::<T>() as u32, info: info as *mut T as u64 };
-    bpf(OBJ_GET_INFO_BY_FD, &mut attr).map(drop)
+    // SAFETY: `GetInfo` is the command's attributes; `info` is the caller's promise.
+    unsafe { bpf(OBJ_GET_INFO_BY_FD, &mut attr) }.map(drop)
 }
 
 /// The start of `struct bpf_prog_info`.
@@ -131,7 +149,8 @@ struct ProgInfo {
 /// The ID of a loaded program, as `BPF_PROG_GET_FD_BY_ID` and `bpftool prog` know it.
 pub fn prog_id(prog: &OwnedFd) -> io::Result<u32> {
     let mut prog_info = ProgInfo::default();
-    info(prog, &mut prog_info)?;
+    // SAFETY: the start of `struct bpf_prog_info`, without pointers.
+    unsafe { info(prog, &mut prog_info)? };
     Ok(prog_info.id)
 }
 

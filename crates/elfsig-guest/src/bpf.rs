@@ -2,6 +2,8 @@
 //! list the LSM links and their programs' IDs, ask for a program by its ID (elfsig-bpf's), and
 //! load a program of one's own.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::OwnedFd;
 
@@ -38,7 +40,8 @@ pub fn lsm_programs() -> io::Result<Vec<u32>> {
             Err(e) => return Err(e),
         };
         let mut link_info = LinkInfo::default();
-        info(&link, &mut link_info)?;
+        // SAFETY: `LinkInfo` is the start of `struct bpf_link_info`, without pointers.
+        unsafe { info(&link, &mut link_info)? };
         if link_info.link_type == BPF_LINK_TYPE_TRACING && link_info.attach_type == BPF_LSM_MAC {
             programs.push(link_info.prog_id);
         }
@@ -58,5 +61,7 @@ pub fn load_socket_filter() -> io::Result<OwnedFd> {
         license: license.as_ptr() as u64,
         ..ProgLoad::default()
     };
-    owned(bpf(PROG_LOAD, &mut attr)?)
+    // SAFETY: `ProgLoad` is the command's attributes, its pointers to `insns` and `license`,
+    // which outlive the call; the descriptor is the one the command just opened.
+    unsafe { owned(bpf(PROG_LOAD, &mut attr)?) }
 }
