@@ -4,6 +4,7 @@
 use elfsig_control::{Control, Guard, Mode};
 
 const LSM: &str = "/sys/kernel/security/lsm";
+const FTRACE_ENABLED: &str = "/proc/sys/kernel/ftrace_enabled";
 
 /// The guard's state.
 pub(crate) fn status() -> Result<Guard, String> {
@@ -21,6 +22,22 @@ pub(crate) fn check_bpf_lsm_active() -> Result<(), String> {
             "bpf is not among the kernel's active LSMs ({LSM}: {}): add it to the lsm= kernel parameter",
             list.trim_end()
         ))
+    }
+}
+
+/// Refuses while ftrace is switched off (`kernel.ftrace_enabled` = 0): the programs' trampolines
+/// are ftrace's, and would never run. The module refuses the links then too (`EAGAIN`), and keeps
+/// ftrace on while it holds them. A kernel without the file has no function tracer, and no
+/// ftrace in the trampolines' way.
+pub(crate) fn check_ftrace_on() -> Result<(), String> {
+    match std::fs::read_to_string(FTRACE_ENABLED) {
+        Ok(value) if value.trim() == "0" => Err(format!(
+            "ftrace is switched off ({FTRACE_ENABLED} is 0), and with it the BPF trampolines the guard's programs \
+             run from: switch it on (sysctl kernel.ftrace_enabled=1)"
+        )),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot read {FTRACE_ENABLED}: {e}")),
     }
 }
 

@@ -447,7 +447,9 @@ static int elfsig_guard_hook(const struct bpf_link *link)
 /*
  * Takes the links behind the caller's descriptors `fds`, one LSM program on each hook, all or
  * none: -EINVAL when they are not that, -EBUSY when the module holds links already (they must
- * be released first), the lookup's error for a descriptor that is no BPF link.
+ * be released first), -EAGAIN while ftrace is switched off (their trampolines would not run:
+ * ftrace_hold.c, which keeps it on from here until their release), the lookup's error for a
+ * descriptor that is no BPF link.
  */
 int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 {
@@ -474,9 +476,11 @@ int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 	}
 	if (!err) {
 		mutex_lock(&elfsig_guard_lock);
-		if (elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE]) {
+		if (elfsig_guard_links[ELFSIG_GUARD_MMAP_FILE])
 			err = -EBUSY;
-		} else {
+		else
+			err = elfsig_shim_ftrace_hold();
+		if (!err) {
 			memcpy(elfsig_guard_links, links, sizeof(links));
 			for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
 				WRITE_ONCE(elfsig_guard_progs[hook], links[hook]->prog);
@@ -520,8 +524,10 @@ void elfsig_shim_guard_release(void)
 		elfsig_guard_links[hook] = NULL;
 		WRITE_ONCE(elfsig_guard_progs[hook], NULL);
 	}
-	if (links[ELFSIG_GUARD_MMAP_FILE])
+	if (links[ELFSIG_GUARD_MMAP_FILE]) {
 		WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
+		elfsig_shim_ftrace_release();
+	}
 	mutex_unlock(&elfsig_guard_lock);
 	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
 		if (links[hook])

@@ -282,6 +282,12 @@ void elfsig_shim_write_denials_start(void);
 void elfsig_shim_write_denials_stop(void);
 u64 elfsig_shim_write_denials_held(void);
 
+/* ---- ftrace_hold.c: ftrace kept on while the module holds the guard ------------------------ */
+
+int elfsig_shim_ftrace_hold(void);
+void elfsig_shim_ftrace_release(void);
+void elfsig_shim_ftrace_anchor(void);
+
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
 
 /* The hooks, where the shim keeps the link of the program on each. */

@@ -173,6 +173,7 @@ fn refusals(suite: &mut Suite<'_>) {
         let out = harness::run("/usr/sbin/rmmod", &["elfsig"]).context("rmmod")?;
         ensure(!out.status.success(), || "rmmod elfsig succeeded while locked".into())?;
         crate::guard_sealed::holds()?;
+        crate::guard_sealed::ftrace_stays_on()?;
         module_state(Mode::Enforce, true)
     });
 }

@@ -19,6 +19,7 @@ pub(crate) fn checks() -> Outcome {
     if std::fs::read_to_string(control("guard")).context("read guard")? == "active\n" {
         refuses("guard", "release", "active")?;
         crate::guard_sealed::holds()?;
+        crate::guard_sealed::ftrace_stays_on()?;
     }
     refuses("loader", "allow", "deny")?;
     refused(LD_SO)?;

@@ -48,10 +48,28 @@ fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
     Ok(())
 }
 
+/// With ftrace switched off, elfsig-guard attaches nothing (the trampolines would not run) and
+/// says why; the guard stays detached.
+fn refused_while_ftrace_is_off() -> Outcome {
+    use crate::guard_sealed::FTRACE_ENABLED;
+    std::fs::write(FTRACE_ENABLED, "0").context("switch ftrace off")?;
+    let out = run_with(GUARD, &[], &[]);
+    std::fs::write(FTRACE_ENABLED, "1").context("switch ftrace back on")?;
+    let out = out?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    ensure(!out.status.success() && said.contains("ftrace is switched off"), || {
+        format!("elfsig-guard with ftrace off exited {} saying {said:?}", out.status)
+    })?;
+    ensure(guard_status()? == "detached", || {
+        format!("the guard is {:?} after elfsig-guard with ftrace off", guard_status())
+    })
+}
+
 /// The case that attaches the guard, early in the suite.
 pub(crate) fn attach_case(suite: &mut Suite<'_>) {
     suite.case("mapping_guard_attaches_and_proves_itself", || {
         ensure(guard_status()? == "detached", || format!("the guard is {:?} before elfsig-guard", guard_status()))?;
+        refused_while_ftrace_is_off()?;
         attach_alone()?;
         // Running it again changes nothing; a descriptor that is no BPF link is refused.
         runs(GUARD, &[], Some(b"elfsig-guard: the mapping guard is active already\n"))?;
@@ -81,6 +99,10 @@ fn user_runs(env: &[(&str, &str)]) -> Outcome {
 pub(crate) fn cases(suite: &mut Suite<'_>) {
     let _ = std::fs::create_dir_all(WORK);
     suite.case("no_one_gets_a_descriptor_for_the_guards_programs", crate::guard_sealed::holds);
+    suite.case("root_cannot_switch_ftrace_off_under_the_guard", || {
+        crate::guard_sealed::ftrace_stays_on()?;
+        mapping_refused(GUARD_USER, &[], &[("LD_LIBRARY_PATH", LIB_UNSIGNED)], "unsigned")
+    });
     suite.case("signed_library_loads_through_ld_library_path", || {
         let before = stats()?;
         user_runs(&[("LD_LIBRARY_PATH", LIB_SIGNED)])?;
