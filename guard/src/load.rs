@@ -114,18 +114,16 @@ pub(crate) fn attach() -> Result<Attached, String> {
         }
     });
     verbose::step("kfunc filter", || {
-        let refused = load_as(&file_release.0, hook_id(FOREIGN)?, &license, &fd_array);
-        match refused_by_filter(refused) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(format!(
+        refused_by_filter(
+            load_as(&file_release.0, hook_id(FOREIGN)?, &license, &fd_array),
+            &format!(
                 "the module's kfunc filter let the program for {FILE_RELEASE} call its kfunc from {FOREIGN}: \
                  any BPF program could call the module's kfuncs from any hook; not attaching"
-            )),
-            Err(other) => Err(format!(
-                "could not check the module's kfunc filter: the kernel refused the program for {FILE_RELEASE} \
-                 on {FOREIGN} for another reason than the filter's: {other}"
-            )),
-        }
+            ),
+            &format!(
+                "could not check the module's kfunc filter: the kernel refused the program for {FILE_RELEASE} on {FOREIGN}"
+            ),
+        )
     })?;
     let mut programs: HashMap<String, OwnedFd> = HashMap::new();
     verbose::step("load", || {
@@ -215,19 +213,17 @@ fn load_as(insns: &[u8], attach_btf_id: u32, license: &CString, fd_array: &[i32]
     })
 }
 
-/// Whether the kernel refused a program that calls `elfsig_kfunc_file_release` because the
-/// module's kfunc filter said no (`Ok(true)`), let it through (`Ok(false)`), or refused it for
-/// another reason (the refusal).
-fn refused_by_filter(loaded: Result<OwnedFd, sys::Refused>) -> Result<bool, sys::Refused> {
+/// Requires that the kernel refused `loaded`, a program that calls `elfsig_kfunc_file_release`,
+/// because the module's kfunc filter said no: `allowed` is the error when it let the program
+/// through, `unchecked` the start of the one when it refused it for another reason.
+fn refused_by_filter(loaded: Result<OwnedFd, sys::Refused>, allowed: &str, unchecked: &str) -> Result<(), String> {
     // The verifier's words when the filter says no (6.12 to 7.x); EACCES alone would also be
     // any invalid memory access.
     let filtered = format!("calling kernel function elfsig_kfunc_{FILE_RELEASE} is not allowed");
     match loaded {
-        Ok(_) => Ok(false),
-        Err(refused) if refused.error.raw_os_error() == Some(libc::EACCES) && refused.log.contains(&filtered) => {
-            Ok(true)
-        }
-        Err(refused) => Err(refused),
+        Ok(_) => Err(allowed.to_owned()),
+        Err(refused) if refused.error.raw_os_error() == Some(libc::EACCES) && refused.log.contains(&filtered) => Ok(()),
+        Err(other) => Err(format!("{unchecked} for another reason than the filter's: {other}")),
     }
 }
 
@@ -242,21 +238,17 @@ impl Attached {
     /// loaded before the hand-over, must be refused with `EPERM`).
     pub(crate) fn check_sealed(&self) -> Result<(), String> {
         let fd_array = [0, self.module_fd.as_raw_fd()];
-        match refused_by_filter(load_as(&self.file_release.0, self.file_release.1, &self.license, &fd_array)) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(format!(
-                    "the module let a program loaded after it took the guard call its kfunc from {FILE_RELEASE}: \
-                     anyone who may load BPF programs could call the module's kfuncs"
-                ));
-            }
-            Err(other) => {
-                return Err(format!(
-                    "could not check that the module refuses its kfuncs to later programs: the kernel refused \
-                     the program for {FILE_RELEASE} for another reason than the filter's: {other}"
-                ));
-            }
-        }
+        refused_by_filter(
+            load_as(&self.file_release.0, self.file_release.1, &self.license, &fd_array),
+            &format!(
+                "the module let a program loaded after it took the guard call its kfunc from {FILE_RELEASE}: \
+                 anyone who may load BPF programs could call the module's kfuncs"
+            ),
+            &format!(
+                "could not check that the module refuses its kfuncs to later programs: the kernel refused the \
+                 program for {FILE_RELEASE}"
+            ),
+        )?;
         for (hook, id) in &self.ids {
             match sys::prog_by_id(*id) {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
