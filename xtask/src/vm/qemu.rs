@@ -291,6 +291,8 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     output.extend(rx.try_iter());
     let text = output.join("\n");
     let log = paths::target().join(format!("vm/{}.log", boot.label));
+    // A fresh clone's first VM makes the directory: without it the console would be lost.
+    let _ = std::fs::create_dir_all(paths::target().join("vm"));
     let _ = std::fs::write(&log, &text);
     eprintln!("xtask: {} console output in {}", boot.label, log.display());
     match status {
