@@ -17,6 +17,7 @@ mod config;
 mod console;
 mod coreutils;
 mod exec;
+mod function_time;
 mod ima;
 mod large;
 mod libs;
