@@ -1,7 +1,7 @@
 //! What this program asks of the module's control files (through `elfsig-control`, their one
 //! definition in user space) and of the kernel's list of active LSMs.
 
-use elfsig_control::{Control, Guard, Mode};
+use elfsig_control::{Control, Error, Guard, Mode};
 
 const LSM: &str = "/sys/kernel/security/lsm";
 const FTRACE_ENABLED: &str = "/proc/sys/kernel/ftrace_enabled";
@@ -25,25 +25,17 @@ pub(crate) fn check_bpf_lsm_active() -> Result<(), String> {
     }
 }
 
-/// Refuses while ftrace is switched off (`kernel.ftrace_enabled` = 0): the programs' trampolines
-/// are ftrace's, and would never run. The module refuses the links then too (`EAGAIN`), and keeps
-/// ftrace on while it holds them. A kernel without the file has no function tracer, and no
-/// ftrace in the trampolines' way.
-pub(crate) fn check_ftrace_on() -> Result<(), String> {
-    match std::fs::read_to_string(FTRACE_ENABLED) {
-        Ok(value) if value.trim() == "0" => Err(format!(
-            "ftrace is switched off ({FTRACE_ENABLED} is 0), and with it the BPF trampolines the guard's programs \
-             run from: switch it on (sysctl kernel.ftrace_enabled=1)"
-        )),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot read {FTRACE_ENABLED}: {e}")),
-    }
-}
-
 /// Hands the links behind `fds` (this process's descriptors) to the module.
+/// `EAGAIN`: ftrace is switched off, and the programs' trampolines with it; the module keeps it on
+/// once it holds the links, and refuses them until then.
 pub(crate) fn hand_over(fds: &[i32]) -> Result<(), String> {
-    Control::system().attach_guard(fds).map_err(|e| format!("the module refused the guard's links: {e}"))
+    Control::system().attach_guard(fds).map_err(|e| match e {
+        Error::Refused { source, .. } if source.raw_os_error() == Some(libc::EAGAIN) => format!(
+            "the module refused the guard's links: ftrace is switched off ({FTRACE_ENABLED} is 0), and with it \
+             the BPF trampolines the programs run from: switch it on (sysctl kernel.ftrace_enabled=1)"
+        ),
+        e => format!("the module refused the guard's links: {e}"),
+    })
 }
 
 /// Whether the module enforces.

@@ -70,7 +70,6 @@ fn attach() -> Result<(), String> {
         Guard::Detached => {}
     }
     control::check_bpf_lsm_active()?;
-    control::check_ftrace_on()?;
 
     let attached = load::attach()?;
     let fds: Vec<_> = attached.links.iter().map(|l| l.as_raw_fd()).collect();

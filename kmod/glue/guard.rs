@@ -21,6 +21,7 @@ extern "C" {
     fn elfsig_shim_guard_attach(fds: *const c_int, count: c_uint) -> c_int;
     fn elfsig_shim_guard_generation() -> u64;
     fn elfsig_shim_guard_release();
+    fn elfsig_shim_ftrace_exit();
 }
 
 /// Why the kernel cannot run the guard.
@@ -106,5 +107,7 @@ impl Links {
 impl Drop for Links {
     fn drop(&mut self) {
         release();
+        // SAFETY: once, at module exit, the links released: nothing registers the ops again.
+        unsafe { elfsig_shim_ftrace_exit() }
     }
 }

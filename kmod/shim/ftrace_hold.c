@@ -15,17 +15,18 @@
 #include <linux/compiler.h>
 #include <linux/errno.h>
 #include <linux/ftrace.h>
+#include <linux/module.h>
 
 #include "shim.h"
 
 #ifdef CONFIG_DYNAMIC_FTRACE
-/* The function the hold's ops traces: never called, never inlined, never dropped. */
-noinline __used void elfsig_shim_ftrace_anchor(void)
+/* The function the hold's ops traces: never called, never inlined. */
+noinline void elfsig_shim_ftrace_anchor(void)
 {
 	barrier();
 }
 
-static void elfsig_ftrace_hold_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
+static void notrace elfsig_ftrace_hold_func(unsigned long ip, unsigned long parent_ip, struct ftrace_ops *op,
 				    struct ftrace_regs *fregs)
 {
 }
@@ -35,7 +36,11 @@ static struct ftrace_ops elfsig_ftrace_hold_ops = {
 	.flags = FTRACE_OPS_FL_PERMANENT,
 };
 
-/* 0, -EAGAIN while ftrace is off (kernel.ftrace_enabled=0), or the kernel's error. */
+/*
+ * 0, -EAGAIN while ftrace is off (kernel.ftrace_enabled=0), or the kernel's error. The filter
+ * stays set from one hold to the next, and goes at module exit: ftrace_free_filter() leaves
+ * the ops pointing at the hashes it freed, for ops that are not used again.
+ */
 int elfsig_shim_ftrace_hold(void)
 {
 	int err;
@@ -44,17 +49,24 @@ int elfsig_shim_ftrace_hold(void)
 	if (err)
 		return err;
 	err = register_ftrace_function(&elfsig_ftrace_hold_ops);
-	if (err) {
-		ftrace_free_filter(&elfsig_ftrace_hold_ops);
-		return err == -EBUSY ? -EAGAIN : err;
-	}
-	return 0;
+	return err == -EBUSY ? -EAGAIN : err;
 }
 
-/* Lets ftrace be switched off again: the guard's links are gone. */
+/*
+ * Lets ftrace be switched off again: the guard's links are gone. Unregistering waits for every
+ * task to leave the ops' trampoline (RCU tasks), which may take a while. It fails only once
+ * ftrace has killed itself (a bug it found): the ops stays on its list then, so the module
+ * must stay loaded.
+ */
 void elfsig_shim_ftrace_release(void)
 {
-	unregister_ftrace_function(&elfsig_ftrace_hold_ops);
+	if (unregister_ftrace_function(&elfsig_ftrace_hold_ops))
+		__module_get(THIS_MODULE);
+}
+
+/* At module exit, the guard released: the ops' filter, if it was ever set. */
+void elfsig_shim_ftrace_exit(void)
+{
 	ftrace_free_filter(&elfsig_ftrace_hold_ops);
 }
 #else
@@ -64,4 +76,6 @@ int elfsig_shim_ftrace_hold(void)
 }
 
 void elfsig_shim_ftrace_release(void) {}
+
+void elfsig_shim_ftrace_exit(void) {}
 #endif

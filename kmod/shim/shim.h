@@ -286,6 +286,7 @@ u64 elfsig_shim_write_denials_held(void);
 
 int elfsig_shim_ftrace_hold(void);
 void elfsig_shim_ftrace_release(void);
+void elfsig_shim_ftrace_exit(void);
 void elfsig_shim_ftrace_anchor(void);
 
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */

@@ -16,6 +16,7 @@ use elfsig_guest::image::{
 use elfsig_guest::system;
 
 use crate::guard_control::{attach_alone, status as guard_status};
+use crate::guard_sealed::FTRACE_ENABLED;
 use crate::mapping_checks::{dlopen_loads, dlopen_refused, library, mapping_refused, run_with, shown};
 use crate::tamper::{self, Map, flip};
 use crate::{manifest, policy_files};
@@ -48,10 +49,9 @@ fn bad_guard_writes_change_nothing(status: &str) -> Outcome {
     Ok(())
 }
 
-/// With ftrace switched off, elfsig-guard attaches nothing (the trampolines would not run) and
-/// says why; the guard stays detached.
+/// With ftrace switched off, the module refuses the links elfsig-guard hands it (their
+/// trampolines would not run), elfsig-guard says why, and the guard stays detached.
 fn refused_while_ftrace_is_off() -> Outcome {
-    use crate::guard_sealed::FTRACE_ENABLED;
     std::fs::write(FTRACE_ENABLED, "0").context("switch ftrace off")?;
     let out = run_with(GUARD, &[], &[]);
     std::fs::write(FTRACE_ENABLED, "1").context("switch ftrace back on")?;
@@ -295,6 +295,10 @@ pub(crate) fn release_case(suite: &mut Suite<'_>) {
         write_control("guard", "release").context("release")?;
         ensure(guard_status()? == "detached", || format!("the guard is {:?} after release", guard_status()))?;
         bad_guard_writes_change_nothing("detached")?;
+        // Attached again to the same module, which holds ftrace on again.
+        attach_alone()?;
+        crate::guard_sealed::ftrace_stays_on()?;
+        write_control("guard", "release").context("release again")?;
         // Without the guard, only execs are checked: the loader maps what it is given.
         runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))?;
         elfsig_guest::harness::unload_when_idle("elfsig")?;
