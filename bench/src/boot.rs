@@ -182,8 +182,9 @@ fn measure_loading(run: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The kernel function that self-tests a crypto algorithm it has just built (crypto/algboss.c).
-const CRYPTO_SELF_TEST: &str = "cryptomgr_test";
+/// The kernel function that self-tests a crypto algorithm it has just built (crypto/testmgr.c,
+/// called by algboss.c's `cryptomgr_test`, which ends its thread and so never returns).
+const CRYPTO_SELF_TEST: &str = "alg_test";
 
 /// The parts of attaching the guard, from `elfsig-guard --verbose`'s top-level steps (guard/src/load.rs).
 const GUARD_STEPS: [(&str, &[&str]); 3] = [

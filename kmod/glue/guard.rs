@@ -21,7 +21,7 @@ extern "C" {
     fn elfsig_shim_guard_attach(fds: *const c_int, count: c_uint) -> c_int;
     fn elfsig_shim_guard_generation() -> u64;
     fn elfsig_shim_guard_release();
-    fn elfsig_shim_ftrace_exit();
+    fn elfsig_shim_guard_exit();
 }
 
 /// Why the kernel cannot run the guard.
@@ -72,7 +72,8 @@ pub(crate) fn offer_kfuncs() -> Result<(), Unavailable> {
 }
 
 /// Takes the BPF links behind the caller's descriptors `fds`, one LSM program on each hook the
-/// guard uses, all or none; refused while the module holds links.
+/// guard uses, all or none; refused while the module holds links (`EBUSY`), and while ftrace is
+/// switched off (`EAGAIN`: their trampolines would not run).
 pub(crate) fn attach(fds: &[i32]) -> Result {
     let count = c_uint::try_from(fds.len()).map_err(|_| code::EINVAL)?;
     // SAFETY: `fds` is valid for reads of `count` descriptors; the shim looks each up in the
@@ -106,8 +107,8 @@ impl Links {
 
 impl Drop for Links {
     fn drop(&mut self) {
-        release();
-        // SAFETY: once, at module exit, the links released: nothing registers the ops again.
-        unsafe { elfsig_shim_ftrace_exit() }
+        // SAFETY: once, at module exit: releases the links as `release` does, and lets ftrace
+        // be switched off again, which nothing can ask the module to prevent any more.
+        unsafe { elfsig_shim_guard_exit() }
     }
 }

@@ -448,8 +448,8 @@ static int elfsig_guard_hook(const struct bpf_link *link)
  * Takes the links behind the caller's descriptors `fds`, one LSM program on each hook, all or
  * none: -EINVAL when they are not that, -EBUSY when the module holds links already (they must
  * be released first), -EAGAIN while ftrace is switched off (their trampolines would not run:
- * ftrace_hold.c, which keeps it on from here until their release), the lookup's error for a
- * descriptor that is no BPF link.
+ * ftrace_hold.c, which keeps it on from here until the module unloads), the lookup's error for
+ * a descriptor that is no BPF link.
  */
 int elfsig_shim_guard_attach(const int *fds, unsigned int count)
 {
@@ -524,12 +524,17 @@ void elfsig_shim_guard_release(void)
 		elfsig_guard_links[hook] = NULL;
 		WRITE_ONCE(elfsig_guard_progs[hook], NULL);
 	}
-	if (links[ELFSIG_GUARD_MMAP_FILE]) {
+	if (links[ELFSIG_GUARD_MMAP_FILE])
 		WRITE_ONCE(elfsig_guard_generation, elfsig_guard_generation + 1);
-		elfsig_shim_ftrace_release();
-	}
 	mutex_unlock(&elfsig_guard_lock);
 	for (hook = 0; hook < ELFSIG_GUARD_HOOKS; hook++)
 		if (links[hook])
 			bpf_link_put(links[hook]);
+}
+
+/* At module exit: the links released, and with them the hold on ftrace (ftrace_hold.c). */
+void elfsig_shim_guard_exit(void)
+{
+	elfsig_shim_guard_release();
+	elfsig_shim_ftrace_exit();
 }

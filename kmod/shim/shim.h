@@ -282,12 +282,10 @@ void elfsig_shim_write_denials_start(void);
 void elfsig_shim_write_denials_stop(void);
 u64 elfsig_shim_write_denials_held(void);
 
-/* ---- ftrace_hold.c: ftrace kept on while the module holds the guard ------------------------ */
+/* ---- ftrace_hold.c: ftrace kept on once the module has held the guard --------------------- */
 
 int elfsig_shim_ftrace_hold(void);
-void elfsig_shim_ftrace_release(void);
 void elfsig_shim_ftrace_exit(void);
-void elfsig_shim_ftrace_anchor(void);
 
 /* ---- guard.c: the mapping guard's kfuncs and the links of its BPF programs ------------------ */
 
@@ -317,6 +315,7 @@ int elfsig_shim_guard_init(void);
 int elfsig_shim_guard_attach(const int *fds, unsigned int count);
 u64 elfsig_shim_guard_generation(void);
 void elfsig_shim_guard_release(void);
+void elfsig_shim_guard_exit(void);
 
 /* ---- kfunc_ids.c: whether the kfuncs' BTF IDs are the running kernel's -------------------- */
 

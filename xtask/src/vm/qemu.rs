@@ -292,9 +292,11 @@ fn run(boot: &Boot<'_>, kvm: bool) -> Result<String> {
     let text = output.join("\n");
     let log = paths::target().join(format!("vm/{}.log", boot.label));
     // A fresh clone's first VM makes the directory: without it the console would be lost.
-    let _ = std::fs::create_dir_all(paths::target().join("vm"));
-    let _ = std::fs::write(&log, &text);
-    eprintln!("xtask: {} console output in {}", boot.label, log.display());
+    let kept = std::fs::create_dir_all(paths::target().join("vm")).and_then(|()| std::fs::write(&log, &text));
+    match kept {
+        Ok(()) => eprintln!("xtask: {} console output in {}", boot.label, log.display()),
+        Err(e) => eprintln!("xtask: {} console output not kept in {}: {e}", boot.label, log.display()),
+    }
     match status {
         Some(s) if s.success() => Ok(text),
         _ if finished => Ok(text),
