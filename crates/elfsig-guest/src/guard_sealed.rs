@@ -40,7 +40,7 @@ pub(crate) fn holds() -> Outcome {
     Ok(())
 }
 
-/// Checks, as root, that ftrace cannot be switched off while the module holds the guard: writing
+/// Checks, as root, that ftrace cannot be switched off once the module has held the guard: writing
 /// 0 to `kernel.ftrace_enabled` must be refused (`EBUSY`, the module's permanent ftrace_ops) and
 /// leave it 1. Were it let through, it is switched back on before the failure is reported.
 pub(crate) fn ftrace_stays_on() -> Outcome {
@@ -50,7 +50,7 @@ pub(crate) fn ftrace_stays_on() -> Outcome {
         std::fs::write(FTRACE_ENABLED, "1").context("switch ftrace back on")?;
     }
     ensure(written.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY)), || {
-        format!("writing 0 to {FTRACE_ENABLED} while the module holds the guard gave {written:?}, expected EBUSY")
+        format!("writing 0 to {FTRACE_ENABLED} once the module has held the guard gave {written:?}, expected EBUSY")
     })?;
     ensure(now.trim() == "1", || format!("{FTRACE_ENABLED} says {now:?} after the refused write"))
 }

@@ -306,13 +306,7 @@ pub(crate) fn release_case(suite: &mut Suite<'_>) {
         runs(LD_SO, &[LS_UNSIGNED, "-d", "/t"], Some(b"/t\n"))?;
         // Released, the module still keeps ftrace on (the released links go in a worker); once
         // it is unloaded, ftrace may be switched off again.
-        let held = std::fs::write(FTRACE_ENABLED, "0");
-        if held.is_ok() {
-            std::fs::write(FTRACE_ENABLED, "1").context("switch ftrace back on")?;
-        }
-        ensure(held.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EBUSY)), || {
-            format!("switching ftrace off after the release gave {held:?}, expected EBUSY")
-        })?;
+        crate::guard_sealed::ftrace_stays_on()?;
         elfsig_guest::harness::unload_when_idle("elfsig")?;
         std::fs::write(FTRACE_ENABLED, "0").context("switch ftrace off once the module is unloaded")?;
         std::fs::write(FTRACE_ENABLED, "1").context("switch ftrace back on")?;
