@@ -1,25 +1,40 @@
 //! How long the kernel spent in one of its functions while something ran, from tracefs's
-//! function graph tracer limited to that function: the sum of its calls' durations, on the
-//! guest's clock (under `-icount`, instructions). The tracer is set up before and taken down
-//! after the work (whatever happens), so the ftrace updates this costs fall outside what the
-//! caller times. The function must return: one that ends its task (a kthread's main function)
-//! never shows a duration.
+//! function graph tracer limited to that function, on the guest's clock (under `-icount`,
+//! instructions): the time during which at least one call was under way, between two markers
+//! written around the work. Calls may overlap (the kernel's crypto self-tests run in their own
+//! threads, one waiting on another's), so their durations are not summed: a moment counts once.
+//! The tracer is set up before and taken down after the work (whatever happens), so the ftrace
+//! updates this costs fall outside what the caller times. The function must return: one that
+//! ends its task (a kthread's main function) never shows a duration.
+
+use std::time::{Duration, Instant};
 
 use elfsig_guest::harness::Context;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
+const STARTED: &str = "elfsig-bench: work started";
+const ENDED: &str = "elfsig-bench: work ended";
+/// How long calls started during the work may take to return once it ended (a self-test the
+/// work set off, still running in its thread).
+const SETTLE: Duration = Duration::from_secs(30);
 
-/// Runs `work` with `function`'s calls traced; its result, and the milliseconds the calls took
-/// (0 when it was not called).
+/// Runs `work` with `function`'s calls traced; its result, and the milliseconds during which a
+/// call was under way while it ran (0 when it was not called).
 pub(crate) fn around<T>(function: &str, work: impl FnOnce() -> T) -> Result<(T, f64), String> {
     let tracer = Tracer::start(function)?;
+    write("trace_marker", STARTED)?;
     let result = work();
-    let trace = tracer.stop()?;
+    write("trace_marker", ENDED)?;
+    let trace = tracer.settled(function)?;
     Ok((result, milliseconds(&trace, function)?))
 }
 
 fn write(file: &str, value: &str) -> Result<(), String> {
     std::fs::write(format!("{TRACEFS}/{file}"), value).context(&format!("write {value:?} to {TRACEFS}/{file}"))
+}
+
+fn read_trace() -> Result<String, String> {
+    std::fs::read_to_string(format!("{TRACEFS}/trace")).context("read the trace")
 }
 
 /// The function graph tracer, on: taken down when dropped, however the work ended.
@@ -32,90 +47,195 @@ impl Tracer {
         let tracer = Tracer;
         write("set_ftrace_filter", function)?;
         // The function's name on its return line too, when other events came between its
-        // call and its return (a bare `}` otherwise).
+        // call and its return (a bare `}` otherwise); every line's time.
         write("options/funcgraph-tail", "1")?;
+        write("options/funcgraph-abstime", "1")?;
         write("trace", "")?;
         write("current_tracer", "function_graph")?;
         write("tracing_on", "1")?;
         Ok(tracer)
     }
 
-    /// The trace, the tracer stopped.
-    fn stop(self) -> Result<String, String> {
+    /// The trace, the tracer stopped once every call it shows has returned (or [`SETTLE`] has
+    /// passed: [`milliseconds`] then refuses it).
+    fn settled(self, function: &str) -> Result<String, String> {
+        let waiting = Instant::now();
+        while waiting.elapsed() < SETTLE {
+            let (entries, returns) = calls(&read_trace()?, function);
+            if entries == returns {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         write("tracing_on", "0")?;
-        std::fs::read_to_string(format!("{TRACEFS}/trace")).context("read the trace")
+        read_trace()
     }
 }
 
 impl Drop for Tracer {
     fn drop(&mut self) {
-        for (file, value) in
-            [("tracing_on", "0"), ("current_tracer", "nop"), ("set_ftrace_filter", ""), ("options/funcgraph-tail", "0")]
-        {
+        for (file, value) in [
+            ("tracing_on", "0"),
+            ("current_tracer", "nop"),
+            ("set_ftrace_filter", ""),
+            ("options/funcgraph-tail", "0"),
+            ("options/funcgraph-abstime", "0"),
+        ] {
             let _ = write(file, value);
         }
     }
 }
 
-/// The durations of `function`'s calls in a function graph (`0) * 67889.08 us |  alg_test();`,
-/// or `} /* alg_test */` when the graph shows its children or other events), summed, in ms. A
-/// call without its return, or a lost event, is an error: the sum would be short.
-fn milliseconds(trace: &str, function: &str) -> Result<f64, String> {
-    let leaf = format!("{function}();");
-    let entry = format!("{function}() {{");
-    let end = format!("/* {function} */");
-    let (mut total, mut entries, mut returns) = (0.0, 0, 0);
-    for line in trace.lines().filter(|l| !l.starts_with('#')) {
-        if line.contains("LOST") && line.contains("EVENTS") {
-            return Err(format!("the function graph lost events: {line:?}"));
-        }
-        let Some((duration, name)) = line.rsplit_once('|') else { continue };
-        let name = name.trim();
-        if name == entry {
-            entries += 1;
-            continue;
-        }
-        if name != leaf && !(name.starts_with('}') && name.ends_with(&end)) {
-            continue;
-        }
-        if name != leaf {
-            returns += 1;
-        }
-        let us = duration
+/// One line of a function graph with `funcgraph-abstime` (`  58.312345 |   0) * 67889.08 us |
+/// alg_test();`): its time in seconds, and the text after its last `|` with what comes before.
+fn fields(line: &str) -> Option<(f64, &str, &str)> {
+    let (time, rest) = line.split_once('|')?;
+    let time = time.trim().parse::<f64>().ok()?;
+    let (duration, name) = rest.rsplit_once('|')?;
+    Some((time, duration, name.trim()))
+}
+
+/// What a line is, for `function`.
+enum Line {
+    /// A call whose children or other events follow: its return comes later.
+    Entry,
+    /// A call from its entry at the line's time, for `f64` µs (no children between).
+    Leaf(f64),
+    /// A return at the line's time, of a call that took `f64` µs.
+    Return(f64),
+    /// A marker written to `trace_marker`.
+    Marker,
+    Other,
+}
+
+fn classify(duration: &str, name: &str, function: &str) -> Result<Line, String> {
+    let us = || {
+        duration
             .trim_end()
             .strip_suffix("us")
             .and_then(|d| d.split_whitespace().last())
             .and_then(|d| d.parse::<f64>().ok())
-            .ok_or_else(|| format!("no duration in the function graph's line {line:?}"))?;
-        total += us / 1000.0;
+            .ok_or_else(|| format!("no duration in the function graph's line for {name:?}"))
+    };
+    Ok(if name == format!("{function}() {{") {
+        Line::Entry
+    } else if name == format!("{function}();") {
+        Line::Leaf(us()?)
+    } else if name.starts_with('}') && name.ends_with(&format!("/* {function} */")) {
+        Line::Return(us()?)
+    } else if name.starts_with("/* ") && name.contains("elfsig-bench: ") {
+        Line::Marker
+    } else {
+        Line::Other
+    })
+}
+
+/// How many calls of `function` the trace shows begun, and how many ended.
+fn calls(trace: &str, function: &str) -> (usize, usize) {
+    let (mut entries, mut returns) = (0, 0);
+    for (_, duration, name) in trace.lines().filter_map(fields) {
+        match classify(duration, name, function) {
+            Ok(Line::Entry) => entries += 1,
+            Ok(Line::Leaf(_)) => {
+                entries += 1;
+                returns += 1;
+            }
+            Ok(Line::Return(_)) => returns += 1,
+            _ => {}
+        }
+    }
+    (entries, returns)
+}
+
+/// The milliseconds between the markers during which at least one call of `function` was under
+/// way. A call without its return, a lost event or a missing marker is an error: the figure
+/// would be short.
+fn milliseconds(trace: &str, function: &str) -> Result<f64, String> {
+    let (mut started, mut ended) = (None, None);
+    let mut spans = Vec::new();
+    let (mut entries, mut returns) = (0, 0);
+    for line in trace.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        if line.contains("LOST") && line.contains("EVENTS") {
+            return Err(format!("the function graph lost events: {line:?}"));
+        }
+        let Some((time, duration, name)) = fields(line) else { continue };
+        match classify(duration, name, function).map_err(|e| format!("{e}: {line:?}"))? {
+            Line::Entry => entries += 1,
+            Line::Leaf(us) => {
+                entries += 1;
+                returns += 1;
+                spans.push((time, time + us / 1e6));
+            }
+            Line::Return(us) => {
+                returns += 1;
+                spans.push((time - us / 1e6, time));
+            }
+            Line::Marker if name.contains(STARTED) => started = Some(time),
+            Line::Marker if name.contains(ENDED) => ended = Some(time),
+            Line::Marker | Line::Other => {}
+        }
     }
     if entries != returns {
         return Err(format!("{function} was entered {entries} times and returned {returns} times in the trace"));
     }
-    Ok(total)
+    let (Some(started), Some(ended)) = (started, ended) else {
+        return Err(format!("the trace lacks the markers written around the work ({STARTED:?}, {ENDED:?})"));
+    };
+    // The union of the spans, each cut to the work's.
+    let mut spans: Vec<(f64, f64)> =
+        spans.into_iter().map(|(a, b)| (a.max(started), b.min(ended))).filter(|(a, b)| a < b).collect();
+    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut total, mut reach) = (0.0, f64::NEG_INFINITY);
+    for (a, b) in spans {
+        if b > reach {
+            total += b - a.max(reach);
+            reach = b;
+        }
+    }
+    Ok(total * 1000.0)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::milliseconds;
+    use super::{calls, milliseconds};
 
-    /// A leaf call, a call whose return came after other events, markers, the process column,
-    /// other functions' lines; a call that never returned, lost events and no duration refused.
+    const HEAD: &str = "# tracer: function_graph\n#\n";
+
+    fn marked(body: &str) -> String {
+        format!(
+            "{HEAD}  10.000000 |   0)  modprob-325  |               |  /* elfsig-bench: work started */\n\
+             {body}  20.000000 |   0)  sh-1         |               |  /* elfsig-bench: work ended */\n"
+        )
+    }
+
+    /// A leaf call and a call whose return came after other events; two calls overlapping
+    /// (counted once); a call partly outside the markers (cut); other functions' lines.
     #[test]
-    fn durations_are_summed_from_the_graph() {
-        let trace = "# tracer: function_graph\n\
-                     #\n \
-                     0) * 67889.08 us |  alg_test();\n \
-                     0)               |  alg_test() {\n \
-                     ------------------------------------------\n \
-                     0) + 10.920 us   |  } /* alg_test */\n \
-                     0)  modprob-325  |   3.000 us    |  alg_test();\n \
-                     0)   3.000 us    |  cryptomgr_probe();\n";
-        let ms = milliseconds(trace, "alg_test").unwrap();
-        assert!((ms - 67.903).abs() < 1e-9, "{ms}");
-        assert_eq!(milliseconds("# tracer: function_graph\n", "alg_test").unwrap(), 0.0);
-        assert!(milliseconds(" 0)               |  alg_test() {\n", "alg_test").is_err());
-        assert!(milliseconds(" CPU:0 [LOST 12 EVENTS]\n", "alg_test").is_err());
-        assert!(milliseconds(" 0) * x us |  alg_test();\n", "alg_test").is_err());
+    fn the_time_under_way_is_measured_once() {
+        let trace = marked(
+            "  11.000000 |   0) * 1000.000 us |  alg_test();\n\
+             \x20 12.000000 |   0)               |  alg_test() {\n\
+             \x20 12.500000 |   0)               |  alg_test() {\n\
+             \x20 12.600000 |   0) + 100.000 us   |  } /* alg_test */\n\
+             \x20 13.000000 |   0) * 1000000 us   |  } /* alg_test */\n\
+             \x20 13.500000 |   0)   3.000 us     |  cryptomgr_probe();\n\
+             \x20  9.000000 |   0) * 2000000 us   |  alg_test();\n",
+        );
+        let ms = milliseconds(&trace, "alg_test").unwrap();
+        // 11.000-11.001, 12.0-13.0 (once), and 10.0-11.0 of the call from 9.0 to 11.0.
+        assert!((ms - 2001.0).abs() < 1e-6, "{ms}");
+        assert_eq!(calls(&trace, "alg_test"), (4, 4));
+        assert_eq!(milliseconds(&marked(""), "alg_test").unwrap(), 0.0);
+    }
+
+    /// A call that never returned, lost events, no duration, no markers: refused.
+    #[test]
+    fn a_short_trace_is_refused() {
+        let open = marked("  12.000000 |   0)               |  alg_test() {\n");
+        assert_eq!(calls(&open, "alg_test"), (1, 0));
+        assert!(milliseconds(&open, "alg_test").is_err());
+        assert!(milliseconds(&marked(" CPU:0 [LOST 12 EVENTS]\n"), "alg_test").is_err());
+        assert!(milliseconds(&marked("  12.000000 |   0) * x us |  alg_test();\n"), "alg_test").is_err());
+        assert!(milliseconds(HEAD, "alg_test").is_err());
     }
 }
