@@ -81,6 +81,7 @@ impl kernel::Module for Elfsig {
         )?;
         if params.trust_initramfs {
             if file::trust_initramfs() {
+                runtime::initramfs_loaded_the_module();
                 pr_info!(
                     "trusting the initramfs's own files, unchanged since it loaded the module\n"
                 );

@@ -16,7 +16,9 @@
 //! task ([`exec_committed`], in `shim/records.c`: the module's own table, which no one else
 //! writes); its `task_alloc` program has it copied to every child ([`task_alloc`]). A task
 //! with no record ran its program before the guard was attached, and nothing is known of it,
-//! as nothing is of an exec before the module was loaded.
+//! as nothing is of an exec before the module was loaded; unless the initramfs loaded the
+//! module (`trust_initramfs`, [`initramfs_loaded_the_module`]): then such a task runs one of
+//! the initramfs's programs, which are entitled to nothing, and the rules bind it.
 //!
 //! The same record says whether the process may write another's code (the `debugger`
 //! entitlement): trace it with `ptrace` (and poke its text), read or write its memory with
@@ -25,6 +27,8 @@
 //! text too, with `proc_mem.force_override=always`).
 //!
 //! With the `runtime` setting `off`, nothing here refuses anything.
+
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::ffi::c_int;
 use kernel::prelude::*;
@@ -52,7 +56,20 @@ impl Record {
 
     /// The record of `task` (a `struct task_struct *`, as a key).
     fn of_task(task: usize) -> Self {
-        Record(records::get(task).unwrap_or(0))
+        records::get(task).map_or_else(Self::unrecorded, Record)
+    }
+
+    /// The record of a task that has none: its program ran before the guard was attached.
+    /// Nothing is known of it, unless the initramfs loaded the module: the boot hooks attach
+    /// the guard before the root file system is mounted (and the initramfs's programs, which
+    /// run meanwhile, may outlive it, as plymouthd does), so what such a task runs is the
+    /// initramfs's own, which is entitled to nothing.
+    fn unrecorded() -> Self {
+        if INITRAMFS_LOADED_THE_MODULE.load(Ordering::Relaxed) {
+            Self::of(Entitlements::NONE)
+        } else {
+            Record(0)
+        }
     }
 
     /// The current task's record.
@@ -68,6 +85,15 @@ impl Record {
                 .unwrap_or(Entitlements::NONE)
                 .has(entitlement)
     }
+}
+
+/// Set once, at init, when the initramfs loaded the module with `trust_initramfs`.
+static INITRAMFS_LOADED_THE_MODULE: AtomicBool = AtomicBool::new(false);
+
+/// The initramfs loaded the module (`trust_initramfs`, at init, before the guard can be
+/// attached): the tasks without a record run its programs.
+pub(crate) fn initramfs_loaded_the_module() {
+    INITRAMFS_LOADED_THE_MODULE.store(true, Ordering::Relaxed);
 }
 
 /// Whether the rules are enforced or logged (`runtime` = `enforce`), rather than off.

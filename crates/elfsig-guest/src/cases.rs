@@ -42,6 +42,7 @@ pub(crate) fn run_all() -> bool {
     unprivileged::cases(&mut suite);
     runtime::cases(&mut suite);
     mapping::release_case(&mut suite);
+    runtime::before_the_guard_case(&mut suite);
     mapping::unavailable_case(&mut suite);
     mapping::foreign_btf_ids_case(&mut suite);
     lifecycle::cases(&mut suite);

@@ -25,9 +25,12 @@ use elfsig_guest::harness::{
     Context, Outcome, Stats, Suite, copy_exec, counters_grew, diagnostic, ensure, grew, kernel_log, read, refused, run,
     runs, stats, wait_for_log_budget, write_control, write_exec,
 };
-use elfsig_guest::image::{CERT, ELFSIG, GUARD_PROBE, HELLO, HELLO_OUTPUT, KEY, LIB_SIGNED, LIB_UNSIGNED, STRACE};
+use elfsig_guest::image::{
+    CERT, ELFSIG, GUARD_PROBE, HELLO, HELLO_OUTPUT, KEY, LIB_SIGNED, LIB_UNSIGNED, MODULE, STRACE,
+};
 use elfsig_guest::system;
 
+use crate::guard_control;
 use crate::mapping_checks::library;
 use crate::unprivileged::{as_user, audit, audited_process, own, user_dir};
 
@@ -62,6 +65,39 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
     suite.case("runtime_off_lets_programs_make_memory_executable", runtime_off);
     suite.case("process_memory_is_reached_only_with_the_debugger_entitlement", injection);
     suite.case("strace_traces_only_when_signed_with_the_debugger_entitlement", strace);
+}
+
+/// A process whose program ran before the guard was attached has no record, and nothing is
+/// known of it; unless the initramfs loaded the module (`trust_initramfs`): its programs are
+/// entitled to nothing, the boot hooks attach the guard while some of them run (kmod/boot),
+/// and some outlive the initramfs. This suite's own process is one of the initramfs's programs,
+/// which ran before any guard. Run with the guard detached; leaves it so.
+pub(crate) fn before_the_guard_case(suite: &mut Suite<'_>) {
+    suite.case("programs_that_ran_before_the_guard_are_bound_once_the_initramfs_loaded_the_module", || {
+        let executable = || system::map_anonymous(4096, libc::PROT_READ | libc::PROT_EXEC).map(drop);
+        let reload = |params: &str| -> Outcome {
+            // Released (an error when it was not attached, which the checks below tell).
+            let _ = write_control("guard", "release");
+            elfsig_guest::harness::unload_when_idle("elfsig")?;
+            system::load_module(std::path::Path::new(MODULE), params).context(&format!("load with {params:?}"))
+        };
+        // Loaded by hand: the rules leave this process alone.
+        let unknown = guard_control::attach().map(|()| executable());
+        let bound = reload("trust_initramfs=1").and_then(|()| {
+            guard_control::attach()?;
+            let before = stats()?;
+            let bound = executable();
+            Ok((bound, grew(&before, &stats()?, "memory_denied")))
+        });
+        reload("")?;
+        let unknown = unknown?;
+        ensure(unknown.is_ok(), || format!("loaded by hand, anonymous executable memory gave {unknown:?}"))?;
+        let (bound, refused) = bound?;
+        ensure(bound.as_ref().is_err_and(|e| matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))), || {
+            format!("loaded by the initramfs, anonymous executable memory gave {bound:?}, expected a refusal")
+        })?;
+        ensure(refused == 1, || format!("memory_denied grew by {refused}, expected 1"))
+    });
 }
 
 /// The ways `guard-probe inject` reaches a process's memory (a child's, or its own through
