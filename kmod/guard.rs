@@ -102,7 +102,10 @@ impl Guard {
                     count = count.saturating_add(1);
                 }
                 // Active only once the programs just taken have run: a new generation.
-                guard::attach(fds.get(..count).ok_or(EINVAL)?)
+                guard::attach(fds.get(..count).ok_or(EINVAL)?)?;
+                // When it came, for whoever reads the log: at boot, before the root's mount.
+                pr_info!("the mapping guard is attached\n");
+                Ok(())
             }
             Some(b"release") if words.next().is_none() => {
                 if locked {

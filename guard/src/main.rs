@@ -21,29 +21,26 @@ use std::process::ExitCode;
 
 use elfsig_control::Guard;
 
-const USAGE: &str = "usage: elfsig-guard [-v | --verbose] [status]
+const USAGE: &str = "usage: elfsig-guard [-v | --verbose] [--idle] [status]
 
 Attaches elfsig's mapping guard (BPF LSM programs on mmap_file, file_mprotect,
 key_post_create_or_update, bprm_creds_for_exec, file_open, file_release, bprm_committed_creds,
 task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme, inode_init_security_anon and
 bpf_prog) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf
 among the kernel's active LSMs. `status` prints the guard's state and attaches
-nothing. `--verbose` prints how long each step took, on standard error.";
+nothing. `--verbose` prints how long each step took, on standard error. `--idle` attaches
+at the CPU's idle priority (SCHED_IDLE): the boot's other work goes first, and the attach
+takes the time the CPU would otherwise sit idle (the initramfs starts it in the background).";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] => attach(),
-        ["-v" | "--verbose"] => {
-            verbose::enable();
-            attach()
-        }
         ["status"] => control::status().map(|guard| println!("{guard}")),
         ["-h" | "--help"] => {
             println!("{USAGE}");
             Ok(())
         }
-        _ => Err(format!("unexpected arguments\n{USAGE}")),
+        flags => attach_with(flags),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -52,6 +49,43 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// [`attach`], with `flags` (`--verbose`, `--idle`, each at most once).
+fn attach_with(flags: &[&str]) -> Result<(), String> {
+    let (mut verbose, mut idle) = (false, false);
+    for flag in flags {
+        let seen = match *flag {
+            "-v" | "--verbose" => &mut verbose,
+            "--idle" => &mut idle,
+            _ => return Err(format!("unexpected arguments\n{USAGE}")),
+        };
+        if *seen {
+            return Err(format!("{flag} given twice\n{USAGE}"));
+        }
+        *seen = true;
+    }
+    if verbose {
+        verbose::enable();
+    }
+    if idle {
+        idle_priority()?;
+    }
+    attach()
+}
+
+/// From now on, this process runs only when the CPU has nothing else to run (SCHED_IDLE; it
+/// is single-threaded). Whatever waits on it (a lock it holds in the kernel while it attaches)
+/// waits at most until the CPU would have sat idle.
+#[allow(unsafe_code)]
+fn idle_priority() -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) on the calling thread (0) reads `param`, which lives
+    // across the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+        return Err(format!("cannot take the idle priority: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Loads and attaches the programs, hands them to the module, and checks with the canary.

@@ -178,6 +178,20 @@ fn refusals(suite: &mut Suite<'_>) {
     });
 }
 
+/// The line of the kernel log that says the root file system was mounted, first (`EXT4-fs
+/// (vda): mounted filesystem ...`).
+fn root_mount(log: &[String]) -> Result<usize, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("/proc/self/mountinfo")?;
+    // `ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ... - TYPE SOURCE OPTIONS`
+    let device = mountinfo
+        .lines()
+        .filter(|line| line.split_whitespace().nth(4) == Some("/"))
+        .find_map(|line| line.split_once(" - ")?.1.split_whitespace().nth(1))
+        .ok_or("no root file system in /proc/self/mountinfo")?;
+    let said = format!("({}): mounted filesystem", device.trim_start_matches("/dev/"));
+    log.iter().position(|l| l.contains(&said)).ok_or_else(|| format!("the kernel log has no {said:?}"))
+}
+
 /// The signed system under enforce.
 fn enforce() {
     let mut suite = Suite::default();
@@ -192,6 +206,13 @@ fn enforce() {
         let log = harness::kernel_log()?;
         ensure(trusted > 0 && log.iter().any(|l| l.contains("trusting the initramfs's own files")), || {
             format!("the hook did not load the module with trust_initramfs=1 ({trusted} files trusted)")
+        })?;
+        // The guard came before the root file system was mounted (initramfs-tools attaches it
+        // in the background, and waits for it there).
+        let attached = log.iter().position(|l| l.contains("the mapping guard is attached"));
+        let mounted = root_mount(&log)?;
+        ensure(attached.is_some_and(|attached| attached < mounted), || {
+            format!("the guard was attached at line {attached:?} of the kernel log, the root mounted at line {mounted}")
         })?;
         module_state(Mode::Enforce, true)
     });
