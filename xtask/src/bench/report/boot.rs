@@ -17,7 +17,7 @@ const TIMES: [(&str, &str, &str); 8] = [
     ("initramfs-idle", "&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle (waiting on timers and devices)", "s"),
     (
         "initramfs-scripts",
-        "&nbsp;&nbsp;&nbsp;&nbsp;of which from the bench's init-top script on (elfsig's own, which loads the module and the guard, runs before it)",
+        "&nbsp;&nbsp;&nbsp;&nbsp;of which from the bench's init-top script on (elfsig's own runs before it, and starts loading the module and the guard in the background; the root's mount waits for them)",
         "s",
     ),
     ("initramfs-scripts-idle", "&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle", "s"),
@@ -298,7 +298,9 @@ fn breakdown(md: &mut String, results: &Results) {
          it verified and split at the initramfs's end by a copy of its counters made there with shell builtins: \
          with one vCPU, a verification preempted while the boot runs other things counts their time too, so \
          these rows can exceed the verifications' own work. The boot is not all work either: it waits on timers \
-         and devices, and work added during a wait does not lengthen it. So the parts need not add up to the \
+         and devices, and work added during a wait does not lengthen it (the initramfs loads elfsig in the \
+         background, the guard at idle priority, where udev leaves the CPU idle: the idle rows above show what \
+         it took). So the parts need not add up to the \
          difference: the last row is what is left, negative when they exceed it. The first exec's breakdown \
          (coreutils section, one program at a time, nothing else running) gives verification's own cost.\n\n\
          | part | ms | of the difference |\n|---|---:|---:|\n",
