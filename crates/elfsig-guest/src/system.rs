@@ -151,9 +151,7 @@ pub fn map(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io
 pub fn map_anonymous(len: usize, prot: libc::c_int) -> io::Result<Mapping> {
     // SAFETY: a new anonymous mapping chosen by the kernel; accessed only through `Mapping`'s
     // methods (within `len`), and unmapped on drop.
-    let addr = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-    };
+    let addr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
     if addr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
