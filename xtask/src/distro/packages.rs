@@ -120,8 +120,7 @@ fn mok_sign(build_root: &Path, ko: &Path, release: &str) -> Result {
 fn elfsig_package(tree: &Path, contents: &Contents<'_>, version: &str, packages: &Path) -> Result {
     let _ = fs::remove_dir_all(tree);
     let boot = paths::root().join("kmod/boot");
-    let wait = boot.join("initramfs-tools/scripts/elfsig-wait");
-    let files: [(&Path, &str, u32); 13] = [
+    let files: [(&Path, &str, u32); 11] = [
         (contents.elfsig, "usr/bin/elfsig", 0o755),
         (contents.guard, "usr/sbin/elfsig-guard", 0o755),
         (&boot.join("initramfs-tools/hooks/elfsig"), "usr/share/initramfs-tools/hooks/elfsig", 0o755),
@@ -130,10 +129,11 @@ fn elfsig_package(tree: &Path, contents: &Contents<'_>, version: &str, packages:
             "usr/share/initramfs-tools/scripts/init-top/elfsig",
             0o755,
         ),
-        // What init-top started in the background is waited for before the root is mounted.
-        (&wait, "usr/share/initramfs-tools/scripts/local-premount/elfsig", 0o755),
-        (&wait, "usr/share/initramfs-tools/scripts/nfs-premount/elfsig", 0o755),
-        (&wait, "usr/share/initramfs-tools/scripts/init-bottom/elfsig", 0o755),
+        (
+            &boot.join("initramfs-tools/scripts/init-top/elfsig-wait"),
+            "usr/share/initramfs-tools/scripts/init-top/elfsig-wait",
+            0o755,
+        ),
         (&boot.join("dracut/90elfsig/module-setup.sh"), "usr/lib/dracut/modules.d/90elfsig/module-setup.sh", 0o755),
         (&boot.join("dracut/90elfsig/elfsig-load.sh"), "usr/lib/dracut/modules.d/90elfsig/elfsig-load.sh", 0o755),
         (&boot.join("dracut/90-elfsig.conf"), "etc/dracut.conf.d/90-elfsig.conf", 0o644),
