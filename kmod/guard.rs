@@ -5,11 +5,12 @@
 //! module since. What the `guard` control file shows and what writing it does.
 
 use core::fmt;
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use kernel::prelude::*;
 
 use crate::elfsig_core::control::{parse_fd, words};
+use crate::glue::file;
 use crate::glue::guard::{self, Unavailable};
 
 /// The guard's state.
@@ -20,6 +21,9 @@ pub(crate) struct Guard {
     /// The links' generation ([`guard::generation`]) in which the `mmap_file` kfunc last ran:
     /// the guard runs while it is the current one.
     seen_in: AtomicU64,
+    /// Whether the links the module holds were handed over by a process whose root is the
+    /// initial root file system (the initramfs): what ran before them is the initramfs's.
+    from_initramfs: AtomicBool,
 }
 
 /// What the `guard` control file says.
@@ -41,6 +45,7 @@ impl Guard {
         Guard {
             unavailable: AtomicI32::new(0),
             seen_in: AtomicU64::new(0),
+            from_initramfs: AtomicBool::new(false),
         }
     }
 
@@ -69,6 +74,12 @@ impl Guard {
     pub(crate) fn active(&self) -> bool {
         let generation = guard::generation();
         generation % 2 == 1 && self.seen_in.load(Ordering::Acquire) == generation
+    }
+
+    /// Whether the module holds links that the initramfs handed over: a task that ran its
+    /// program before them ran one of the initramfs's (kmod/runtime.rs).
+    pub(crate) fn attached_from_initramfs(&self) -> bool {
+        guard::generation() % 2 == 1 && self.from_initramfs.load(Ordering::Acquire)
     }
 
     /// The guard's state now.
@@ -103,6 +114,10 @@ impl Guard {
                 }
                 // Active only once the programs just taken have run: a new generation.
                 guard::attach(fds.get(..count).ok_or(EINVAL)?)?;
+                // Who handed them over (false until now: nothing is bound in between that would
+                // be bound otherwise, but for what the initramfs runs at that moment).
+                self.from_initramfs
+                    .store(file::root_is_initial(), Ordering::Release);
                 // When it came, for whoever reads the log: at boot, before the root's mount.
                 pr_info!("the mapping guard is attached\n");
                 Ok(())
@@ -111,6 +126,7 @@ impl Guard {
                 if locked {
                     return Err(EPERM);
                 }
+                self.from_initramfs.store(false, Ordering::Release);
                 guard::release();
                 Ok(())
             }

@@ -17,8 +17,9 @@
 //! writes); its `task_alloc` program has it copied to every child ([`task_alloc`]). A task
 //! with no record ran its program before the guard was attached, and nothing is known of it,
 //! as nothing is of an exec before the module was loaded; unless the initramfs loaded the
-//! module (`trust_initramfs`, [`initramfs_loaded_the_module`]): then such a task runs one of
-//! the initramfs's programs, which are entitled to nothing, and the rules bind it.
+//! module (`trust_initramfs`, [`initramfs_loaded_the_module`]) and attached the guard: then
+//! such a task runs one of the initramfs's programs, which are entitled to nothing, and the
+//! rules bind it.
 //!
 //! The same record says whether the process may write another's code (the `debugger`
 //! entitlement): trace it with `ptrace` (and poke its text), read or write its memory with
@@ -54,18 +55,24 @@ impl Record {
         Record(Self::KNOWN | entitlements.bits())
     }
 
-    /// The record of `task` (a `struct task_struct *`, as a key).
+    /// The record of `task` (a `struct task_struct *`, as a key). An entry of 0 is an exec
+    /// that began ([`exec_begins`]) and never completed, which leaves the task's program what
+    /// it was: as unknown as with no entry.
     fn of_task(task: usize) -> Self {
-        records::get(task).map_or_else(Self::unrecorded, Record)
+        match records::get(task) {
+            Some(record) if record != 0 => Record(record),
+            _ => Self::unrecorded(),
+        }
     }
 
     /// The record of a task that has none: its program ran before the guard was attached.
-    /// Nothing is known of it, unless the initramfs loaded the module: the boot hooks attach
-    /// the guard before the root file system is mounted (and the initramfs's programs, which
-    /// run meanwhile, may outlive it, as plymouthd does), so what such a task runs is the
-    /// initramfs's own, which is entitled to nothing.
+    /// Nothing is known of it, unless the initramfs loaded the module (`trust_initramfs`) and
+    /// attached the guard: then what such a task runs is the initramfs's own (udevd, in
+    /// initramfs-tools' boot, runs while the guard is attached), which is entitled to nothing.
     fn unrecorded() -> Self {
-        if INITRAMFS_LOADED_THE_MODULE.load(Ordering::Relaxed) {
+        if INITRAMFS_LOADED_THE_MODULE.load(Ordering::Relaxed)
+            && STATE.guard.attached_from_initramfs()
+        {
             Self::of(Entitlements::NONE)
         } else {
             Record(0)

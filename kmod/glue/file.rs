@@ -130,6 +130,7 @@ extern "C" {
     fn elfsig_shim_fault_create();
     fn elfsig_shim_fault_remove();
     fn elfsig_shim_trust_initramfs() -> bool;
+    fn elfsig_shim_root_is_initial() -> bool;
 }
 
 /// `struct inode`, opaque.
@@ -312,6 +313,13 @@ impl ReadSomeAt for FileRef<'_> {
 pub(crate) fn trust_initramfs() -> bool {
     // SAFETY: from module init, before the binfmt handler and the guard can read what it sets.
     unsafe { elfsig_shim_trust_initramfs() }
+}
+
+/// Whether the current process's root is the initial root file system (the initramfs's,
+/// until switch_root).
+pub(crate) fn root_is_initial() -> bool {
+    // SAFETY: reads the current process's and init_task's roots, holding references meanwhile.
+    unsafe { elfsig_shim_root_is_initial() }
 }
 
 /// The identity of the file `path` names now, found without opening it.

@@ -126,22 +126,35 @@ static bool elfsig_seals(struct inode *inode, u32 *seals)
 static const struct super_block *elfsig_initramfs_sb;
 static struct timespec64 elfsig_initramfs_since;
 
-/* Whether the module is being loaded by a process whose root is the initial root file system. */
-bool elfsig_shim_trust_initramfs(void)
+/*
+ * Whether the current process's root is the initial root file system: the initramfs's, until
+ * switch_root.
+ */
+bool elfsig_shim_root_is_initial(void)
 {
 	struct path ours, initial;
-	bool from_initramfs;
+	bool same;
 
 	get_fs_root(current->fs, &ours);
 	get_fs_root(init_task.fs, &initial);
-	from_initramfs = path_equal(&ours, &initial);
-	if (from_initramfs) {
-		elfsig_initramfs_sb = initial.mnt->mnt_sb;
-		ktime_get_coarse_real_ts64(&elfsig_initramfs_since);
-	}
+	same = path_equal(&ours, &initial);
 	path_put(&initial);
 	path_put(&ours);
-	return from_initramfs;
+	return same;
+}
+
+/* Whether the module is being loaded by a process whose root is the initial root file system. */
+bool elfsig_shim_trust_initramfs(void)
+{
+	struct path initial;
+
+	if (!elfsig_shim_root_is_initial())
+		return false;
+	get_fs_root(init_task.fs, &initial);
+	elfsig_initramfs_sb = initial.mnt->mnt_sb;
+	ktime_get_coarse_real_ts64(&elfsig_initramfs_since);
+	path_put(&initial);
+	return true;
 }
 
 /*

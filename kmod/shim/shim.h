@@ -137,6 +137,7 @@ void elfsig_shim_file_id(struct file *file, struct elfsig_file_id *id);
 /* The file a mapping of the file holds (through stacked overlays), the file itself elsewhere. */
 struct file *elfsig_shim_mapped_real_file(struct file *file);
 bool elfsig_shim_trust_initramfs(void);
+bool elfsig_shim_root_is_initial(void);
 int elfsig_shim_path_id(const char *path, struct elfsig_file_id *id);
 /* Refuses writers to the file's real inode (-ETXTBSY when it has some) until allowed again. */
 int elfsig_shim_deny_writes(struct file *file, struct inode **real);

@@ -26,7 +26,7 @@ use elfsig_guest::harness::{
     runs, stats, wait_for_log_budget, write_control, write_exec,
 };
 use elfsig_guest::image::{
-    CERT, ELFSIG, GUARD_PROBE, HELLO, HELLO_OUTPUT, KEY, LIB_SIGNED, LIB_UNSIGNED, MODULE, STRACE,
+    CERT, ELFSIG, GUARD_PROBE, HELLO, HELLO_OUTPUT, HELLO_UNSIGNED, KEY, LIB_SIGNED, LIB_UNSIGNED, MODULE, STRACE,
 };
 use elfsig_guest::system;
 
@@ -68,11 +68,12 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
 }
 
 /// A process whose program ran before the guard was attached has no record, and nothing is
-/// known of it; unless the initramfs loaded the module (`trust_initramfs`): its programs are
-/// entitled to nothing, the boot hooks attach the guard while some of them run (kmod/boot),
-/// and some outlive the initramfs. This suite's own process is one of the initramfs's programs,
+/// known of it; unless the initramfs loaded the module (`trust_initramfs`) and attached the
+/// guard: its programs are entitled to nothing, and initramfs-tools' hooks attach the guard
+/// while udevd runs (kmod/boot). This suite's own process is one of the initramfs's programs,
 /// which ran before any guard. Run with the guard detached; leaves it so.
 pub(crate) fn before_the_guard_case(suite: &mut Suite<'_>) {
+    const UNSIGNED_ON_TMPFS: &str = "/tmp/hello-unsigned-exec-fails";
     suite.case("programs_that_ran_before_the_guard_are_bound_once_the_initramfs_loaded_the_module", || {
         let executable = || system::map_anonymous(4096, libc::PROT_READ | libc::PROT_EXEC).map(drop);
         let reload = |params: &str| -> Outcome {
@@ -87,16 +88,29 @@ pub(crate) fn before_the_guard_case(suite: &mut Suite<'_>) {
             guard_control::attach()?;
             let before = stats()?;
             let bound = executable();
-            Ok((bound, grew(&before, &stats()?, "memory_denied")))
+            // An exec that fails (an unsigned program, refused after the exec began) leaves
+            // the process running what it ran, bound as before. Not the initramfs's own copy,
+            // which the module trusts now: one on a tmpfs, refused to a child first, so that
+            // this process is never replaced.
+            std::fs::copy(HELLO_UNSIGNED, UNSIGNED_ON_TMPFS).context(UNSIGNED_ON_TMPFS)?;
+            refused(UNSIGNED_ON_TMPFS)?;
+            let exec =
+                std::os::unix::process::CommandExt::exec(&mut std::process::Command::new(UNSIGNED_ON_TMPFS));
+            let _ = std::fs::remove_file(UNSIGNED_ON_TMPFS);
+            let after_exec = executable();
+            Ok(([bound, after_exec], exec, grew(&before, &stats()?, "memory_denied")))
         });
         reload("")?;
         let unknown = unknown?;
         ensure(unknown.is_ok(), || format!("loaded by hand, anonymous executable memory gave {unknown:?}"))?;
-        let (bound, refused) = bound?;
-        ensure(bound.as_ref().is_err_and(|e| matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))), || {
-            format!("loaded by the initramfs, anonymous executable memory gave {bound:?}, expected a refusal")
-        })?;
-        ensure(refused == 1, || format!("memory_denied grew by {refused}, expected 1"))
+        let (bound, exec, refused) = bound?;
+        ensure(exec.raw_os_error() == Some(libc::EACCES), || format!("the unsigned program's exec gave {exec:?}"))?;
+        for (when, bound) in ["first", "after a failed exec"].iter().zip(&bound) {
+            ensure(bound.as_ref().is_err_and(|e| matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))), || {
+                format!("loaded by the initramfs, anonymous executable memory ({when}) gave {bound:?}, expected a refusal")
+            })?;
+        }
+        ensure(refused == 2, || format!("memory_denied grew by {refused}, expected 2"))
     });
 }
 
