@@ -29,8 +29,9 @@ task_alloc, mmap_addr, ptrace_access_check, ptrace_traceme, inode_init_security_
 bpf_prog) and hands it to the elfsig kernel module, which must be loaded. Needs root, and bpf
 among the kernel's active LSMs. `status` prints the guard's state and attaches
 nothing. `--verbose` prints how long each step took, on standard error. `--idle` attaches
-at the CPU's idle priority (SCHED_IDLE): the boot's other work goes first, and the attach
-takes the time the CPU would otherwise sit idle (the initramfs starts it in the background).";
+in the CPU's idle scheduling class (SCHED_IDLE): the boot's other work goes first, and the
+attach takes the time the CPU would otherwise sit idle (the initramfs starts it in the
+background).";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -74,9 +75,12 @@ fn attach_with(flags: &[&str]) -> Result<(), String> {
     attach()
 }
 
-/// From now on, this process runs only when the CPU has nothing else to run (SCHED_IDLE; it
-/// is single-threaded). Whatever waits on it (a lock it holds in the kernel while it attaches)
-/// waits at most until the CPU would have sat idle.
+/// From now on, this process gets the CPU when nothing else wants it, and a small share (a
+/// weight of 3 against a default task's 1024) when something does (SCHED_IDLE; it is
+/// single-threaded). A task waiting on a lock it holds in the kernel while it attaches
+/// (ftrace's, as udev's module loads take it) sleeps meanwhile, and the CPU that sleep frees
+/// comes to this process as soon as nothing else runs: the work is reordered, not lost, and
+/// the initramfs waits for it once udev has settled.
 #[allow(unsafe_code)]
 fn idle_priority() -> Result<(), String> {
     let param = libc::sched_param { sched_priority: 0 };
