@@ -37,19 +37,47 @@ fn read_trace() -> Result<String, String> {
     std::fs::read_to_string(format!("{TRACEFS}/trace")).context("read the trace")
 }
 
-/// The function graph tracer, on: taken down when dropped, however the work ended.
-struct Tracer;
+/// The settings the parsing relies on, as `(file, value)`: the function's name on its return
+/// line too, when other events came between its call and its return (a bare `}` otherwise);
+/// every line's time, on the clock the durations are on; durations with the time slept (the
+/// waits on other threads are what is measured); no return values, arguments or return
+/// addresses on the lines; tracing not paused while the trace is read. An option this kernel
+/// does not have is left alone.
+const SETTINGS: [(&str, &str); 8] = [
+    ("trace_clock", "local"),
+    ("options/funcgraph-tail", "1"),
+    ("options/funcgraph-abstime", "1"),
+    ("options/sleep-time", "1"),
+    ("options/funcgraph-retval", "0"),
+    ("options/funcgraph-args", "0"),
+    ("options/funcgraph-retaddr", "0"),
+    ("options/pause-on-trace", "0"),
+];
+
+/// The function graph tracer, on: taken down when dropped, however the work ended, and the
+/// settings it changed put back.
+struct Tracer {
+    changed: Vec<(&'static str, String)>,
+}
 
 impl Tracer {
     fn start(function: &str) -> Result<Tracer, String> {
         write("tracing_on", "0")?;
         write("current_tracer", "nop")?;
-        let tracer = Tracer;
+        let mut tracer = Tracer { changed: Vec::new() };
+        for (file, value) in SETTINGS {
+            let Ok(was) = std::fs::read_to_string(format!("{TRACEFS}/{file}")) else { continue };
+            // trace_clock lists every clock, the one in use in brackets.
+            let was = match was.split_once('[') {
+                Some((_, rest)) => rest.split(']').next().unwrap_or_default().to_owned(),
+                None => was.trim().to_owned(),
+            };
+            if was != value {
+                write(file, value)?;
+                tracer.changed.push((file, was));
+            }
+        }
         write("set_ftrace_filter", function)?;
-        // The function's name on its return line too, when other events came between its
-        // call and its return (a bare `}` otherwise); every line's time.
-        write("options/funcgraph-tail", "1")?;
-        write("options/funcgraph-abstime", "1")?;
         write("trace", "")?;
         write("current_tracer", "function_graph")?;
         write("tracing_on", "1")?;
@@ -74,13 +102,10 @@ impl Tracer {
 
 impl Drop for Tracer {
     fn drop(&mut self) {
-        for (file, value) in [
-            ("tracing_on", "0"),
-            ("current_tracer", "nop"),
-            ("set_ftrace_filter", ""),
-            ("options/funcgraph-tail", "0"),
-            ("options/funcgraph-abstime", "0"),
-        ] {
+        for (file, value) in [("tracing_on", "0"), ("current_tracer", "nop"), ("set_ftrace_filter", "")] {
+            let _ = write(file, value);
+        }
+        for (file, value) in &self.changed {
             let _ = write(file, value);
         }
     }
@@ -125,22 +150,31 @@ fn classify(duration: &str, name: &str, function: &str) -> Result<Line, String> 
         Line::Return(us()?)
     } else if name.starts_with("/* ") && name.contains("elfsig-bench: ") {
         Line::Marker
+    } else if name.contains(function) {
+        return Err(format!("a function graph line for {function} of an unknown form: {name:?}"));
     } else {
         Line::Other
     })
 }
 
-/// How many calls of `function` the trace shows begun, and how many ended.
+/// The time of the marker written once the work ended, if the trace has it.
+fn ended(trace: &str) -> Option<f64> {
+    trace.lines().filter_map(fields).find(|(_, _, name)| name.starts_with("/* ") && name.contains(ENDED)).map(|l| l.0)
+}
+
+/// How many calls of `function` the trace shows begun before the work ended (all, without the
+/// marker), and how many of those returned. Later calls are cut away anyway.
 fn calls(trace: &str, function: &str) -> (usize, usize) {
+    let end = ended(trace).unwrap_or(f64::INFINITY);
     let (mut entries, mut returns) = (0, 0);
-    for (_, duration, name) in trace.lines().filter_map(fields) {
+    for (time, duration, name) in trace.lines().filter_map(fields) {
         match classify(duration, name, function) {
-            Ok(Line::Entry) => entries += 1,
-            Ok(Line::Leaf(_)) => {
+            Ok(Line::Entry) if time < end => entries += 1,
+            Ok(Line::Leaf(_)) if time < end => {
                 entries += 1;
                 returns += 1;
             }
-            Ok(Line::Return(_)) => returns += 1,
+            Ok(Line::Return(us)) if time - us / 1e6 < end => returns += 1,
             _ => {}
         }
     }
@@ -151,36 +185,29 @@ fn calls(trace: &str, function: &str) -> (usize, usize) {
 /// way. A call without its return, a lost event or a missing marker is an error: the figure
 /// would be short.
 fn milliseconds(trace: &str, function: &str) -> Result<f64, String> {
-    let (mut started, mut ended) = (None, None);
+    let mut started = None;
     let mut spans = Vec::new();
-    let (mut entries, mut returns) = (0, 0);
     for line in trace.lines().filter(|l| !l.trim_start().starts_with('#')) {
         if line.contains("LOST") && line.contains("EVENTS") {
             return Err(format!("the function graph lost events: {line:?}"));
         }
         let Some((time, duration, name)) = fields(line) else { continue };
         match classify(duration, name, function).map_err(|e| format!("{e}: {line:?}"))? {
-            Line::Entry => entries += 1,
-            Line::Leaf(us) => {
-                entries += 1;
-                returns += 1;
-                spans.push((time, time + us / 1e6));
-            }
-            Line::Return(us) => {
-                returns += 1;
-                spans.push((time - us / 1e6, time));
-            }
+            Line::Leaf(us) => spans.push((time, time + us / 1e6)),
+            Line::Return(us) => spans.push((time - us / 1e6, time)),
             Line::Marker if name.contains(STARTED) => started = Some(time),
-            Line::Marker if name.contains(ENDED) => ended = Some(time),
-            Line::Marker | Line::Other => {}
+            Line::Entry | Line::Marker | Line::Other => {}
         }
     }
-    if entries != returns {
-        return Err(format!("{function} was entered {entries} times and returned {returns} times in the trace"));
-    }
-    let (Some(started), Some(ended)) = (started, ended) else {
+    let (Some(started), Some(ended)) = (started, ended(trace)) else {
         return Err(format!("the trace lacks the markers written around the work ({STARTED:?}, {ENDED:?})"));
     };
+    let (entries, returns) = calls(trace, function);
+    if entries != returns {
+        return Err(format!(
+            "{function} was entered {entries} times before the work ended and returned {returns} times in the trace"
+        ));
+    }
     // The union of the spans, each cut to the work's.
     let mut spans: Vec<(f64, f64)> =
         spans.into_iter().map(|(a, b)| (a.max(started), b.min(ended))).filter(|(a, b)| a < b).collect();
@@ -226,6 +253,10 @@ mod tests {
         assert!((ms - 2001.0).abs() < 1e-6, "{ms}");
         assert_eq!(calls(&trace, "alg_test"), (4, 4));
         assert_eq!(milliseconds(&marked(""), "alg_test").unwrap(), 0.0);
+        // A call begun after the work ended, still open: cut away, not waited for.
+        let late = format!("{trace}  21.000000 |   0)               |  alg_test() {{\n");
+        assert_eq!(calls(&late, "alg_test"), (4, 4));
+        assert!((milliseconds(&late, "alg_test").unwrap() - 2001.0).abs() < 1e-6);
     }
 
     /// A call that never returned, lost events, no duration, no markers: refused.
@@ -237,5 +268,9 @@ mod tests {
         assert!(milliseconds(&marked(" CPU:0 [LOST 12 EVENTS]\n"), "alg_test").is_err());
         assert!(milliseconds(&marked("  12.000000 |   0) * x us |  alg_test();\n"), "alg_test").is_err());
         assert!(milliseconds(HEAD, "alg_test").is_err());
+        // A form the parsing does not know (an option it did not set): refused, not skipped.
+        assert!(
+            milliseconds(&marked("  12.000000 |   0) * 1.000 us |  alg_test(); /* ret=0 */\n"), "alg_test").is_err()
+        );
     }
 }
