@@ -17,7 +17,7 @@ const TIMES: [(&str, &str, &str); 8] = [
     ("initramfs-idle", "&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle (waiting on timers and devices)", "s"),
     (
         "initramfs-scripts",
-        "&nbsp;&nbsp;&nbsp;&nbsp;of which from the bench's init-top script on (elfsig's own runs before it, and starts loading the module and the guard in the background; the root's mount waits for them)",
+        "&nbsp;&nbsp;&nbsp;&nbsp;of which from the bench's init-top script on (elfsig's own runs before it, and starts loading the module and the guard in the background, which init-top's end waits for)",
         "s",
     ),
     ("initramfs-scripts-idle", "&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;of which the CPU was idle", "s"),
