@@ -126,9 +126,24 @@ static bool elfsig_seals(struct inode *inode, u32 *seals)
 static const struct super_block *elfsig_initramfs_sb;
 static struct timespec64 elfsig_initramfs_since;
 
+/* Whether `sb` is the kernel's rootfs, which it unpacks the initramfs into ("rootfs"). */
+static bool elfsig_is_rootfs(const struct super_block *sb)
+{
+	static const char rootfs[] = "rootfs";
+	const char *name = sb->s_type->name;
+	size_t i;
+
+	/* A loop, not strcmp: gcc's fortified string functions bring a panic path. */
+	for (i = 0; i < sizeof(rootfs); i++)
+		if (name[i] != rootfs[i])
+			return false;
+	return true;
+}
+
 /*
  * Whether the current process's root is the initial root file system: the initramfs's, until
- * switch_root.
+ * switch_root. Not init_task's root alone: PID 1 shares init_task's fs_struct (CLONE_FS), so
+ * switch_root's chroot moves both to the real root; the initial one is the top of rootfs.
  */
 bool elfsig_shim_root_is_initial(void)
 {
@@ -137,7 +152,8 @@ bool elfsig_shim_root_is_initial(void)
 
 	get_fs_root(current->fs, &ours);
 	get_fs_root(init_task.fs, &initial);
-	same = path_equal(&ours, &initial);
+	same = path_equal(&ours, &initial) && ours.dentry == ours.mnt->mnt_root &&
+	       elfsig_is_rootfs(ours.mnt->mnt_sb);
 	path_put(&initial);
 	path_put(&ours);
 	return same;
