@@ -25,6 +25,14 @@ pub(super) fn copy(from: &Path, to: &Path, mode: u32) -> Result {
     fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(|e| format!("cannot chmod {}: {e}", to.display()))
 }
 
+/// Copies the program `from` to `to` with `mode`, its debug information stripped (its symbols
+/// stay, for backtraces), as Debian's packages ship their programs (dh_strip): the module
+/// hashes the whole file at its first exec on every host, and the initramfs carries it.
+pub(super) fn copy_stripped(from: &Path, to: &Path, mode: u32) -> Result {
+    copy(from, to, mode)?;
+    Cmd::new("strip").arg("--strip-debug").arg(to).run()
+}
+
 /// Writes `text` to `to`.
 pub(super) fn write(to: &Path, text: &str) -> Result {
     parent_made(to)?;
