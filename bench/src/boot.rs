@@ -113,6 +113,7 @@ fn run() -> Result<(), String> {
     for (id, elapsed) in cases {
         emit(SUITE, &format!("workload-{id}"), &config, run, elapsed.as_secs_f64() * 1000.0, "ms");
     }
+    systemd_account(&config, run);
     if upgrade {
         measure_upgrade(&config, run)?;
     }
@@ -330,6 +331,23 @@ fn systemd_times() -> Result<(f64, f64), String> {
             .ok_or_else(|| format!("systemctl show: no {name} in {text:?}"))
     };
     Ok((property("UserspaceTimestampMonotonic")?, property("FinishTimestampMonotonic")?))
+}
+
+/// systemd's own account of the boot, on the console for whoever reads the log (not measured:
+/// the report's rows come from the timestamps above): the chain of units the default target
+/// waited on, and each unit's start, slowest first. Run after the workload, which it would
+/// otherwise lengthen by its own first exec.
+fn systemd_account(config: &str, run: usize) {
+    for what in ["critical-chain", "blame"] {
+        match harness::run("/usr/bin/systemd-analyze", &[what, "--no-pager"]) {
+            Ok(out) => {
+                for line in String::from_utf8_lossy(&out.stdout).lines().take(60) {
+                    println!("elfsig-bench: {config} {run} systemd-analyze {what}: {line}");
+                }
+            }
+            Err(e) => println!("elfsig-bench: {config} {run} systemd-analyze {what}: {e}"),
+        }
+    }
 }
 
 /// The system runs the configuration it was booted for.
