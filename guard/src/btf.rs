@@ -30,14 +30,20 @@ pub(crate) struct Btf<'a> {
 }
 
 impl<'a> Btf<'a> {
-    /// vmlinux's BTF (`/sys/kernel/btf/vmlinux`).
-    pub(crate) fn vmlinux(data: &'a [u8]) -> Result<Btf<'a>, String> {
-        Btf::parse(data, None)
+    /// vmlinux's BTF (`/sys/kernel/btf/vmlinux`), and the IDs of the functions named in
+    /// `names`, each found or not.
+    pub(crate) fn vmlinux(data: &'a [u8], names: &[&str]) -> Result<(Btf<'a>, HashMap<String, u32>), String> {
+        Btf::parse(data, None, names)
     }
 
-    /// A module's BTF, whose type IDs and string offsets follow vmlinux's.
-    pub(crate) fn split(data: &'a [u8], base: &Btf<'_>) -> Result<Btf<'a>, String> {
-        Btf::parse(data, Some(base))
+    /// A module's BTF, whose type IDs and string offsets follow vmlinux's, and the IDs of the
+    /// functions named in `names` (whose names may be vmlinux's strings).
+    pub(crate) fn split(
+        data: &'a [u8],
+        base: &Btf<'_>,
+        names: &[&str],
+    ) -> Result<(Btf<'a>, HashMap<String, u32>), String> {
+        Btf::parse(data, Some(base), names)
     }
 
     /// The ID after the last type here, which a split object's first type takes.
@@ -45,7 +51,13 @@ impl<'a> Btf<'a> {
         self.first_id + self.count
     }
 
-    fn parse(data: &'a [u8], base: Option<&Btf<'_>>) -> Result<Btf<'a>, String> {
+    /// One walk of the types finds the functions and counts the types, which a split object's
+    /// IDs follow: vmlinux has some hundred and thirty thousand.
+    fn parse(
+        data: &'a [u8],
+        base: Option<&Btf<'_>>,
+        names: &[&str],
+    ) -> Result<(Btf<'a>, HashMap<String, u32>), String> {
         let u16_at = |at: usize| data.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
         if u16_at(0) != Some(MAGIC) {
             return Err("not BTF of this machine's byte order (no magic)".into());
@@ -70,12 +82,14 @@ impl<'a> Btf<'a> {
             Some(base) => (base.next_id(), base.first_string + base.strings.len() as u32),
         };
         let mut btf = Btf { types, strings, first_id, first_string, count: 0 };
-        btf.count = btf.walk(|_, _, _| None::<()>)?.1;
-        Ok(btf)
+        let (found, count) = btf.functions(names, base)?;
+        btf.count = count;
+        Ok((btf, found))
     }
 
-    /// The IDs of the functions named in `names`, each found or not.
-    pub(crate) fn functions(&self, names: &[&str], base: Option<&Btf<'_>>) -> Result<HashMap<String, u32>, String> {
+    /// The IDs of the functions named in `names`, each found or not, and how many types there
+    /// are.
+    fn functions(&self, names: &[&str], base: Option<&Btf<'_>>) -> Result<(HashMap<String, u32>, u32), String> {
         // vmlinux has some sixty thousand functions: most are told apart from the names wanted
         // by the prefixes those share (`bpf_lsm_`, `elfsig_kfunc_`; one for the names of each
         // first letter), in a few bytes.
@@ -87,7 +101,7 @@ impl<'a> Btf<'a> {
             }
         }
         let mut found = HashMap::new();
-        self.walk(|id, kind, name_off| {
+        let (_, count) = self.walk(|id, kind, name_off| {
             if kind != KIND_FUNC {
                 return None::<()>;
             }
@@ -98,7 +112,7 @@ impl<'a> Btf<'a> {
             }
             None
         })?;
-        Ok(found)
+        Ok((found, count))
     }
 
     /// The bytes from a string's offset on (the string and what follows it), which in a split
@@ -195,17 +209,15 @@ mod tests {
             ],
             strings,
         );
-        let vmlinux = Btf::vmlinux(&base).unwrap();
+        let (vmlinux, found) = Btf::vmlinux(&base, &["bpf_lsm_file_open", "f", "absent"]).unwrap();
         assert_eq!(vmlinux.count, 6);
-        let found = vmlinux.functions(&["bpf_lsm_file_open", "f", "absent"], None).unwrap();
         assert_eq!(found.get("bpf_lsm_file_open"), Some(&4));
         assert_eq!(found.get("f"), Some(&6));
         assert_eq!(found.get("absent"), None);
         // A module's: IDs after vmlinux's, its strings after vmlinux's, vmlinux's names usable.
         let module =
             btf(&[ty(0, 13, 1, 8), ty(strings.len() as u32 + 1, KIND_FUNC, 0, 0), ty(25, KIND_FUNC, 0, 0)], b"\0k\0");
-        let split = Btf::split(&module, &vmlinux).unwrap();
-        let found = split.functions(&["k", "f"], Some(&vmlinux)).unwrap();
+        let (_, found) = Btf::split(&module, &vmlinux, &["k", "f"]).unwrap();
         assert_eq!(found.get("k"), Some(&8));
         assert_eq!(found.get("f"), Some(&9));
     }
@@ -218,8 +230,7 @@ mod tests {
             &[ty(1, KIND_FUNC, 0, 0), ty(25, KIND_FUNC, 0, 0), ty(43, KIND_FUNC, 0, 0), ty(61, KIND_FUNC, 0, 0)],
             strings,
         );
-        let vmlinux = Btf::vmlinux(&vmlinux).unwrap();
-        let found = vmlinux.functions(&["bpf_lsm_file_open", "bpf_lsm_mmap_file"], None).unwrap();
+        let (_, found) = Btf::vmlinux(&vmlinux, &["bpf_lsm_file_open", "bpf_lsm_mmap_file"]).unwrap();
         assert_eq!(found.get("bpf_lsm_file_open"), Some(&2));
         assert_eq!(found.get("bpf_lsm_mmap_file"), Some(&3));
         assert_eq!(found.len(), 2);
@@ -228,16 +239,16 @@ mod tests {
     #[test]
     fn damaged_btf_is_refused() {
         let good = btf(&[ty(0, 1, 0, 4)], b"\0");
-        assert!(Btf::vmlinux(&good).is_ok());
-        assert!(Btf::vmlinux(&good[..good.len() - 3]).is_err(), "cut short");
+        assert!(Btf::vmlinux(&good, &[]).is_ok());
+        assert!(Btf::vmlinux(&good[..good.len() - 3], &[]).is_err(), "cut short");
         let mut unknown = good.clone();
         unknown[HEADER + 7] = 25;
-        assert!(Btf::vmlinux(&unknown).is_err(), "an unknown kind");
+        assert!(Btf::vmlinux(&unknown, &[]).is_err(), "an unknown kind");
         let mut magic = good.clone();
         magic[0] = 0;
-        assert!(Btf::vmlinux(&magic).is_err(), "no magic");
+        assert!(Btf::vmlinux(&magic, &[]).is_err(), "no magic");
         // A type section that ends within a type.
         let half = btf(&[ty(0, 4, 1, 12)[..16].to_vec()], b"\0");
-        assert!(Btf::vmlinux(&half).is_err());
+        assert!(Btf::vmlinux(&half, &[]).is_err());
     }
 }

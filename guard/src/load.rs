@@ -5,9 +5,11 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::ops::Deref;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::btf::Btf;
+use crate::mapped::Mapped;
 use crate::object::Object;
 use crate::{sys, verbose};
 
@@ -55,27 +57,30 @@ pub(crate) struct Attached {
 /// Loads the programs and links each to its hook.
 pub(crate) fn attach() -> Result<Attached, String> {
     let mut object = Object::parse(OBJECT).map_err(|e| format!("the guard's BPF object: {e}"))?;
-    let vmlinux = verbose::step("read vmlinux's BTF", || {
-        // In one copy from the kernel's BTF object (there once the module, which has BTF, is
+    let vmlinux: Box<dyn Deref<Target = [u8]>> = verbose::step("read vmlinux's BTF", || {
+        // Mapped where the kernel lets its BTF be (Linux 6.16 and later): nothing copied. Else
+        // in one copy from the kernel's BTF object (there once the module, which has BTF, is
         // loaded); the sysfs file gives it a page per read, over a thousand reads.
-        match sys::kernel_btf("vmlinux")? {
-            Some((_, data)) => Ok(data),
-            None => std::fs::read(VMLINUX_BTF)
-                .map_err(|e| format!("cannot read {VMLINUX_BTF} (a kernel with BTF is needed): {e}")),
+        if let Ok(mapped) = Mapped::file(VMLINUX_BTF) {
+            return Ok::<_, String>(Box::new(mapped) as Box<dyn Deref<Target = [u8]>>);
         }
+        Ok(Box::new(match sys::kernel_btf("vmlinux")? {
+            Some((_, data)) => data,
+            None => std::fs::read(VMLINUX_BTF)
+                .map_err(|e| format!("cannot read {VMLINUX_BTF} (a kernel with BTF is needed): {e}"))?,
+        }))
     })?;
-    let vmlinux = Btf::vmlinux(&vmlinux).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
     let (module_fd, module) = verbose::step("find the module's BTF", || sys::kernel_btf(MODULE))?
         .ok_or("the elfsig module is not loaded, or has no BTF")?;
-    let module = Btf::split(&module, &vmlinux).map_err(|e| format!("the module's BTF: {e}"))?;
 
     let (hooks, kfuncs) = verbose::step("find the hooks and kfuncs", || {
         let mut functions: Vec<String> = HOOKS.iter().map(|hook| format!("bpf_lsm_{hook}")).collect();
         functions.push(SECURITY_FUNCTION.to_owned());
-        let hooks = vmlinux.functions(&functions.iter().map(String::as_str).collect::<Vec<_>>(), None)?;
+        let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+        let (vmlinux, hooks) = Btf::vmlinux(&vmlinux, &functions).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
         let wanted: Vec<&str> =
             object.programs.iter().flat_map(|p| p.kfunc_calls.iter().map(|(_, name)| name.as_str())).collect();
-        let kfuncs = module.functions(&wanted, Some(&vmlinux))?;
+        let (_, kfuncs) = Btf::split(&module, &vmlinux, &wanted).map_err(|e| format!("the module's BTF: {e}"))?;
         Ok::<_, String>((hooks, kfuncs))
     })?;
     // fd_array[0] stands for vmlinux, unused; the module's BTF is 1.

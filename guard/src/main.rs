@@ -12,6 +12,7 @@ mod btf;
 mod canary;
 mod control;
 mod load;
+mod mapped;
 mod object;
 mod sys;
 mod verbose;
