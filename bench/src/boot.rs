@@ -341,7 +341,9 @@ fn systemd_account(config: &str, run: usize) {
     for what in ["critical-chain", "blame"] {
         match harness::run("/usr/bin/systemd-analyze", &[what, "--no-pager"]) {
             Ok(out) => {
-                for line in String::from_utf8_lossy(&out.stdout).lines().take(60) {
+                // On failure, what it said on standard error instead: the log says why the account is missing.
+                let said = if out.status.success() { &out.stdout } else { &out.stderr };
+                for line in String::from_utf8_lossy(said).lines().take(60) {
                     println!("elfsig-bench: {config} {run} systemd-analyze {what}: {line}");
                 }
             }

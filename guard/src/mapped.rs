@@ -50,3 +50,24 @@ impl Drop for Mapped {
         unsafe { libc::munmap(self.addr.as_ptr(), self.len) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_mapped_whole_and_an_empty_or_missing_one_is_refused() {
+        let dir = std::env::temp_dir().join(format!("elfsig-guard-mapped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (full, empty) = (dir.join("full"), dir.join("empty"));
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&full, &bytes).unwrap();
+        std::fs::write(&empty, b"").unwrap();
+        let mapped = Mapped::file(full.to_str().unwrap()).unwrap();
+        assert_eq!(&*mapped, &bytes[..]);
+        assert_eq!(Mapped::file(empty.to_str().unwrap()).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+        assert!(Mapped::file(dir.join("absent").to_str().unwrap()).is_err());
+        drop(mapped);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
