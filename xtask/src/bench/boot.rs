@@ -39,8 +39,24 @@ pub const CONFIGS: [&str; 3] = ["baseline", "elfsig", "ima"];
 /// How many VMs boot at once.
 const VMS: usize = 2;
 
-/// How many rounds also upgrade the system, at most.
-const UPGRADE_ROUNDS: usize = 2;
+/// How many rounds boot: full, quick and smoke. On the instruction clock a quick run boots every
+/// configuration six times (three rounds of two VMs): with two, Student's t is 12.7 and elfsig's
+/// boots, which vary by 1-2% with the order systemd's parallel jobs end in (its verifications
+/// land in whichever job meets a file first), give intervals of ±5-10%, too wide to tell 5% from
+/// 6%; with six it is 2.6. A boot without the upgrade takes about a minute under emulation. The
+/// host clock, which the verdicts do not rest on, keeps one round.
+fn rounds(effort: BenchEffort, clock: qemu::Clock) -> usize {
+    match clock {
+        qemu::Clock::Instructions => effort.pick(4, 3, 1),
+        qemu::Clock::Host => effort.pick(4, 1, 1),
+    }
+}
+
+/// How many rounds also upgrade the system, at most: full, quick and smoke (an upgrade under
+/// emulation takes minutes; once is enough for a quick run's figure, which varies by 0.1%).
+fn upgrade_rounds(effort: BenchEffort) -> usize {
+    effort.pick(2, 1, 0)
+}
 /// The configurations that upgrade: IMA would refuse what the archive's packages install, which
 /// carry no IMA signature.
 pub const UPGRADE_CONFIGS: [&str; 2] = ["baseline", "elfsig"];
@@ -51,11 +67,11 @@ pub fn prepare() -> Result<Image> {
     distro::signed_image()
 }
 
-/// Boots `image` on its kernel in every configuration, four rounds (one when quick); returns
+/// Boots `image` on its kernel in every configuration, [`rounds`] times; returns
 /// what the guests measured and the accelerator they ran on. A smoke run boots each
 /// configuration once, all at once.
 pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result<(Results, String)> {
-    let rounds = effort.pick(4, 1, 1);
+    let rounds = rounds(effort, clock);
     // Each VM boots every configuration in turn, a run being one VM's; a smoke run boots them
     // side by side instead, once each, as one run.
     let (vms, steps, runs_per_round) =
@@ -119,18 +135,18 @@ pub fn measure(image: &Image, effort: BenchEffort, clock: qemu::Clock) -> Result
             }
         }
     }
-    let upgraded =
-        if upgrades(0, UPGRADE_CONFIGS[0], clock, effort) { rounds.min(UPGRADE_ROUNDS) * runs_per_round } else { 0 };
+    let upgraded = if upgrades(0, UPGRADE_CONFIGS[0], clock, effort) {
+        rounds.min(upgrade_rounds(effort)) * runs_per_round
+    } else {
+        0
+    };
     check_complete(&results, rounds * runs_per_round, upgraded)?;
     Ok((results, accel.to_owned()))
 }
 
 /// Whether the boot of `config` in `round` upgrades the system too.
 fn upgrades(round: usize, config: &str, clock: qemu::Clock, effort: BenchEffort) -> bool {
-    clock == qemu::Clock::Instructions
-        && effort != BenchEffort::Smoke
-        && round < UPGRADE_ROUNDS
-        && UPGRADE_CONFIGS.contains(&config)
+    clock == qemu::Clock::Instructions && round < upgrade_rounds(effort) && UPGRADE_CONFIGS.contains(&config)
 }
 
 /// Every run measured every configuration's boot and workload, and `upgraded` runs the upgrade
