@@ -77,9 +77,22 @@ impl TestKeys {
     }
 }
 
+/// What `elfsig keygen` makes, as far as the cached keys depend on it: keys made by an older
+/// one are made again, with everything issued from them. Version 2: RSA certificates signed
+/// with SHA-512, as elfsig signs with RSA keys (which the module's certificates must be for no
+/// boot to pay the kernel's self-test of RSA/SHA-256; crates/elfsig-cli/src/crypto/signature.rs).
+const KEYGEN_FORMAT: &str = "2\n";
+
 /// The test keys, made on first use.
 pub fn test_keys(elfsig: &Path) -> Result<TestKeys> {
     let dir = paths::cache().join("test-keys");
+    let format = dir.join("format");
+    if std::fs::read_to_string(&format).ok().as_deref() != Some(KEYGEN_FORMAT) {
+        if dir.exists() {
+            eprintln!("xtask: making the test keys again in {}: an older elfsig keygen made them", dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let make_as = |name: &str, algorithm: &str| -> Result<KeyPair> {
         let pair = KeyPair { key: dir.join(format!("{name}.key")), cert: dir.join(format!("{name}.crt")), token: None };
@@ -92,7 +105,7 @@ pub fn test_keys(elfsig: &Path) -> Result<TestKeys> {
     let make = |name: &str| make_as(name, "rsa");
     let kernel = make("kernel")?;
     let added = issued_by(&make("added-self-signed")?, &kernel, &dir.join("added.der"))?;
-    Ok(TestKeys {
+    let keys = TestKeys {
         kernel,
         module: make("module")?,
         other: make("other")?,
@@ -102,7 +115,9 @@ pub fn test_keys(elfsig: &Path) -> Result<TestKeys> {
         ecdsa_p384: make_as("ecdsa-p384", "ecdsa-p384")?,
         token_rsa: on_token(elfsig, &dir, "rsa")?,
         token_ecdsa: on_token(elfsig, &dir, "ecdsa-p256")?,
-    })
+    };
+    std::fs::write(&format, KEYGEN_FORMAT).map_err(|e| format!("cannot write {}: {e}", format.display()))?;
+    Ok(keys)
 }
 
 /// The key of `algorithm` on the test token (made, with the token, on first use).

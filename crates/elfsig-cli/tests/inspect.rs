@@ -206,7 +206,7 @@ fn a_signed_elf64_little_endian_file() {
     let expected = format!(
         "{file}: signed\n  \
          signer:         CN=elfsig test key a (serial {serial})\n  \
-         signature:      RSA-2048 PKCS#1 v1.5, PKCS#7 detached, format v1\n  \
+         signature:      RSA-2048 PKCS#1 v1.5 over SHA-512, PKCS#7 detached, format v1\n  \
          entitlements:   none\n  \
          digest:         sha256:{digest}\n  \
          signed length:  {signed_len} bytes (original {original_len} bytes)\n  \

@@ -52,7 +52,7 @@ struct SignatureInfo {
     original_length: u64,
     signature_algorithm: &'static str,
     #[serde(skip)]
-    scheme: &'static str,
+    scheme: String,
     key: String,
     key_bits: usize,
     /// What the signer entitles the program to, by name (empty for none).
@@ -145,7 +145,7 @@ fn fill(report: &mut Report, path: &Path) -> Result<(), Error> {
         signed_length: record.signed_len,
         original_length: record.original.len,
         signature_algorithm: parsed.algorithm.name(),
-        scheme: parsed.algorithm.scheme(),
+        scheme: parsed.scheme(),
         key: parsed.key_name(),
         key_bits: parsed.key_bits(),
         entitlements: record.entitlements.iter().map(Entitlement::name).collect(),

@@ -1,7 +1,8 @@
 //! The PKCS#7 / CMS `SignedData` that signs a record, in the shape the kernel's
 //! `verify_pkcs7_signature()` accepts for module signatures: content type `data`, detached
 //! content, no signed attributes, no certificates, one signer named by issuer and serial number,
-//! SHA-256 with RSA PKCS#1 v1.5 or ECDSA (the values: `signature.rs`, `ecdsa.rs`).
+//! RSA PKCS#1 v1.5 over SHA-512 (or over SHA-256, as elfsig signed until December 2026) or ECDSA
+//! over SHA-256 (the values and why SHA-512: `signature.rs`, `ecdsa.rs`).
 
 use std::path::Path;
 
@@ -9,21 +10,19 @@ use cms::cert::IssuerAndSerialNumber;
 use cms::content_info::{CmsVersion, ContentInfo};
 use cms::signed_data::{EncapsulatedContentInfo, SignedData, SignerIdentifier, SignerInfo, SignerInfos};
 use const_oid::ObjectIdentifier;
-use const_oid::db::{rfc5911, rfc5912};
+use const_oid::db::rfc5911;
 use der::asn1::{OctetString, SetOfVec};
 use der::{Any, Decode, Encode};
-use spki::AlgorithmIdentifierOwned;
 use x509_cert::name::Name;
 use x509_cert::serial_number::SerialNumber;
 
 use crate::crypto::cert::{self, TrustedCert};
 use crate::crypto::key::{self, PrivateKey};
-use crate::crypto::signature::SignatureAlgorithm;
+use crate::crypto::signature::{Hash, SignatureAlgorithm};
 use crate::error::Error;
 
 const ID_SIGNED_DATA: ObjectIdentifier = rfc5911::ID_SIGNED_DATA;
 const ID_DATA: ObjectIdentifier = rfc5911::ID_DATA;
-const ID_SHA256: ObjectIdentifier = rfc5912::ID_SHA_256;
 
 /// Signs records with one key, on behalf of one certificate.
 #[derive(Debug)]
@@ -48,7 +47,8 @@ impl RecordSigner {
             issuer: tbs.issuer.clone(),
             serial_number: tbs.serial_number.clone(),
         });
-        let encoded_len = encode(&signer, key.signature_algorithm(), vec![0; key.signature_len()])?.len();
+        let algorithm = key.signature_algorithm();
+        let encoded_len = encode(&signer, algorithm, algorithm.hash(), vec![0; key.signature_len()])?.len();
         Ok(RecordSigner { key, signer, encoded_len })
     }
 
@@ -72,7 +72,8 @@ impl RecordSigner {
         if signature.len() != self.key.signature_len() {
             return Err(Error::msg("the signature has an unexpected length"));
         }
-        let blob = encode(&self.signer, self.key.signature_algorithm(), signature)?;
+        let algorithm = self.key.signature_algorithm();
+        let blob = encode(&self.signer, algorithm, algorithm.hash(), signature)?;
         if blob.len() != self.encoded_len {
             return Err(Error::msg("PKCS#7 blob has an unexpected length"));
         }
@@ -80,14 +81,14 @@ impl RecordSigner {
     }
 }
 
-fn sha256() -> AlgorithmIdentifierOwned {
-    // RFC 5754: the parameters of SHA-2 algorithm identifiers are absent.
-    AlgorithmIdentifierOwned { oid: ID_SHA256, parameters: None }
-}
-
 /// The one encoding of a signature: `sign` writes it, and `parse` accepts nothing else, so that
 /// no byte of the blob can change (the RSA signature covers only the record).
-fn encode(signer: &SignerIdentifier, algorithm: SignatureAlgorithm, signature: Vec<u8>) -> Result<Vec<u8>, Error> {
+fn encode(
+    signer: &SignerIdentifier,
+    algorithm: SignatureAlgorithm,
+    hash: Hash,
+    signature: Vec<u8>,
+) -> Result<Vec<u8>, Error> {
     let err = |e: der::Error| Error::msg(format!("cannot encode the PKCS#7 signature: {e}"));
     // RFC 5652: version 3 when the signer is named by key identifier, else 1.
     let version = match signer {
@@ -97,7 +98,7 @@ fn encode(signer: &SignerIdentifier, algorithm: SignatureAlgorithm, signature: V
     let signer_info = SignerInfo {
         version,
         sid: signer.clone(),
-        digest_alg: sha256(),
+        digest_alg: hash.identifier(),
         signed_attrs: None,
         signature_algorithm: algorithm.identifier(),
         signature: OctetString::new(signature).map_err(err)?,
@@ -105,7 +106,7 @@ fn encode(signer: &SignerIdentifier, algorithm: SignatureAlgorithm, signature: V
     };
     let signed_data = SignedData {
         version,
-        digest_algorithms: SetOfVec::try_from(vec![sha256()]).map_err(err)?,
+        digest_algorithms: SetOfVec::try_from(vec![hash.identifier()]).map_err(err)?,
         encap_content_info: EncapsulatedContentInfo { econtent_type: ID_DATA, econtent: None },
         certificates: None,
         crls: None,
@@ -148,6 +149,8 @@ pub struct ParsedSignature {
     pub signer: SignerId,
     /// The signature value's algorithm.
     pub algorithm: SignatureAlgorithm,
+    /// The hash it covers.
+    pub hash: Hash,
     /// The signature value.
     pub signature: Vec<u8>,
 }
@@ -173,18 +176,20 @@ pub fn parse(blob: &[u8]) -> Result<ParsedSignature, String> {
     }
     let infos = signed_data.signer_infos.0.into_vec();
     let [info] = <[SignerInfo; 1]>::try_from(infos).map_err(|v| format!("{} signers instead of one", v.len()))?;
-    if info.digest_alg.oid != ID_SHA256 {
-        return Err(format!("digest algorithm {} is not SHA-256", info.digest_alg.oid));
-    }
+    let hash = Hash::from_oid(info.digest_alg.oid)
+        .ok_or_else(|| format!("digest algorithm {} is neither SHA-512 nor SHA-256", info.digest_alg.oid))?;
     let algorithm = SignatureAlgorithm::from_oid(info.signature_algorithm.oid).ok_or_else(|| {
         format!("signature algorithm {} is neither RSA nor ECDSA with SHA-256", info.signature_algorithm.oid)
     })?;
+    if !algorithm.accepts(hash) {
+        return Err(format!("a {} signature over {} is not one elfsig makes", algorithm.name(), hash.name()));
+    }
     if info.signed_attrs.is_some() || info.unsigned_attrs.is_some() {
         return Err("signature carries attributes".into());
     }
     let signature = info.signature.into_bytes();
     // Every other field must be what the canonical encoding says: re-encode and compare.
-    let canonical = encode(&info.sid, algorithm, signature.clone()).map_err(|e| e.to_string())?;
+    let canonical = encode(&info.sid, algorithm, hash, signature.clone()).map_err(|e| e.to_string())?;
     if canonical != blob {
         return Err("not the canonical encoding of an elfsig signature".into());
     }
@@ -194,7 +199,7 @@ pub fn parse(blob: &[u8]) -> Result<ParsedSignature, String> {
         }
         SignerIdentifier::SubjectKeyIdentifier(id) => SignerId::KeyId(id.0.as_bytes().to_vec()),
     };
-    Ok(ParsedSignature { signer, algorithm, signature })
+    Ok(ParsedSignature { signer, algorithm, hash, signature })
 }
 
 /// Why a parsed signature was not accepted.
@@ -222,7 +227,7 @@ impl ParsedSignature {
     /// that verified it.
     pub fn verify<'c>(&self, record: &[u8], trusted: &'c [TrustedCert]) -> Result<&'c TrustedCert, Untrusted> {
         let cert = self.find_cert(trusted).ok_or(Untrusted::UnknownKey)?;
-        if cert.public_key.verifies(self.algorithm, record, &self.signature) {
+        if cert.public_key.verifies(self.algorithm, self.hash, record, &self.signature) {
             Ok(cert)
         } else {
             Err(Untrusted::BadSignature)
@@ -237,6 +242,11 @@ impl ParsedSignature {
             SignatureAlgorithm::Rsa => self.signature.len().saturating_mul(8),
             SignatureAlgorithm::Ecdsa => crate::crypto::ecdsa::ecdsa_bits(self.signature.len()).unwrap_or(0),
         }
+    }
+
+    /// How `inspect` describes its scheme: `PKCS#1 v1.5 over SHA-512`, `with SHA-256`.
+    pub fn scheme(&self) -> String {
+        self.algorithm.scheme(self.hash)
     }
 
     /// What the signature value says of its key: `RSA-3072`, `ECDSA P-256`.

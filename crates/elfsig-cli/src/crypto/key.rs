@@ -4,20 +4,22 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use const_oid::db::rfc5912::SHA_256_WITH_RSA_ENCRYPTION;
+use const_oid::db::rfc5912::SHA_512_WITH_RSA_ENCRYPTION;
 use der::Any;
 use p256::ecdsa::signature::hazmat::RandomizedPrehashSigner;
 use pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
 use rsa::RsaPrivateKey;
 use rsa::signature::{SignatureEncoding, Signer as _};
 use rsa::traits::PublicKeyParts;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 use spki::AlgorithmIdentifierOwned;
 use zeroize::Zeroizing;
 
 use crate::crypto::ecdsa::{P256_LEN, P384_LEN, fixed_len, p256_value, p384_value};
 use crate::crypto::pkcs11::{Pkcs11Uri, TokenKey};
 use crate::crypto::public_key::{Algorithm, PublicKey, key_type};
+#[cfg(doc)]
+use crate::crypto::signature::Hash;
 use crate::crypto::signature::SignatureAlgorithm;
 use crate::error::Error;
 
@@ -28,8 +30,9 @@ pub const KEY_BITS: [usize; 3] = [2048, 3072, 4096];
 /// token.
 #[derive(Clone, Debug)]
 pub enum PrivateKey {
-    /// RSA, PKCS#1 v1.5 with SHA-256 (boxed: it is ten times the size of an EC key).
-    Rsa(Box<rsa::pkcs1v15::SigningKey<Sha256>>),
+    /// RSA, PKCS#1 v1.5 with SHA-512 ([`Hash::Sha512`] says why; boxed: it is ten times the
+    /// size of an EC key).
+    Rsa(Box<rsa::pkcs1v15::SigningKey<Sha512>>),
     /// ECDSA on P-256.
     P256(p256::ecdsa::SigningKey),
     /// ECDSA on P-384.
@@ -98,7 +101,8 @@ impl PrivateKey {
         }
     }
 
-    /// Signs `message` (hashed with SHA-256) in elfsig's one encoding.
+    /// Signs `message` (hashed as [`SignatureAlgorithm::hash`] says: SHA-512 for RSA, SHA-256
+    /// for ECDSA) in elfsig's one encoding.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
         let failed = |e: rsa::signature::Error| Error::msg(format!("signing failed: {e}"));
         let mut rng = rand::rngs::OsRng;
@@ -116,12 +120,12 @@ impl PrivateKey {
         }
     }
 
-    /// The certificate signature algorithm for this key: `sha256WithRSAEncryption` or
-    /// `ecdsa-with-SHA256`.
+    /// The certificate signature algorithm for this key, as [`Self::sign`] signs:
+    /// `sha512WithRSAEncryption` or `ecdsa-with-SHA256`.
     pub fn certificate_algorithm(&self) -> AlgorithmIdentifierOwned {
         match self.signature_algorithm() {
             SignatureAlgorithm::Rsa => {
-                AlgorithmIdentifierOwned { oid: SHA_256_WITH_RSA_ENCRYPTION, parameters: Some(Any::null()) }
+                AlgorithmIdentifierOwned { oid: SHA_512_WITH_RSA_ENCRYPTION, parameters: Some(Any::null()) }
             }
             SignatureAlgorithm::Ecdsa => SignatureAlgorithm::Ecdsa.identifier(),
         }
@@ -214,6 +218,7 @@ fn pem_block<'t>(text: &'t str, label: &str) -> Option<&'t str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::signature::Hash;
 
     #[test]
     fn every_algorithm_round_trips_through_pkcs8_pem() {
@@ -238,8 +243,9 @@ mod tests {
                 let message = [i; 40];
                 let value = key.sign(&message).unwrap();
                 assert_eq!(value.len(), key.signature_len(), "{algorithm:?}");
-                assert!(public.verifies(key.signature_algorithm(), &message, &value));
-                assert!(!public.verifies(key.signature_algorithm(), &[i; 41], &value));
+                let (algorithm, hash) = (key.signature_algorithm(), key.signature_algorithm().hash());
+                assert!(public.verifies(algorithm, hash, &message, &value));
+                assert!(!public.verifies(algorithm, hash, &[i; 41], &value));
             }
         }
     }
@@ -253,7 +259,31 @@ mod tests {
         let (r, s) = signature.split_scalars();
         let high = p256::ecdsa::Signature::from_scalars(r, -*s).unwrap();
         let high = high.to_der().as_bytes().to_vec();
-        assert!(!key.public_key().verifies(SignatureAlgorithm::Ecdsa, b"record", &high));
-        assert!(!key.public_key().verifies(SignatureAlgorithm::Rsa, b"record", &value));
+        assert!(!key.public_key().verifies(SignatureAlgorithm::Ecdsa, Hash::Sha256, b"record", &high));
+        assert!(!key.public_key().verifies(SignatureAlgorithm::Rsa, Hash::Sha256, b"record", &value));
+    }
+
+    #[test]
+    fn rsa_signs_over_sha512_and_what_it_signed_over_sha256_still_verifies() {
+        let key = PrivateKey::generate(Algorithm::Rsa, 2048).unwrap();
+        let public = key.public_key();
+        assert_eq!(key.signature_algorithm().hash(), Hash::Sha512);
+        let value = key.sign(b"record").unwrap();
+        assert!(public.verifies(SignatureAlgorithm::Rsa, Hash::Sha512, b"record", &value));
+        // The hash is in the signed DigestInfo: the same value does not pass for SHA-256.
+        assert!(!public.verifies(SignatureAlgorithm::Rsa, Hash::Sha256, b"record", &value));
+        let PrivateKey::Rsa(signing) = &key else { unreachable!() };
+        let older = rsa::pkcs1v15::SigningKey::<Sha256>::new((**signing).as_ref().clone());
+        let value = older.try_sign(b"record").unwrap().to_vec();
+        assert!(public.verifies(SignatureAlgorithm::Rsa, Hash::Sha256, b"record", &value));
+        assert!(!public.verifies(SignatureAlgorithm::Rsa, Hash::Sha512, b"record", &value));
+    }
+
+    #[test]
+    fn ecdsa_is_over_sha256_only() {
+        let key = PrivateKey::generate(Algorithm::EcdsaP256, 0).unwrap();
+        let value = key.sign(b"record").unwrap();
+        assert!(key.public_key().verifies(SignatureAlgorithm::Ecdsa, Hash::Sha256, b"record", &value));
+        assert!(!key.public_key().verifies(SignatureAlgorithm::Ecdsa, Hash::Sha512, b"record", &value));
     }
 }

@@ -19,11 +19,12 @@ use cryptoki::session::{Session, UserType};
 use cryptoki::slot::{Limit, Slot, TokenInfo};
 use cryptoki::types::AuthPin;
 use rsa::BigUint;
-use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use crate::crypto::ecdsa;
 use crate::crypto::public_key::{Algorithm, PublicKey};
+#[cfg(doc)]
+use crate::crypto::signature::SignatureAlgorithm;
 use crate::error::Error;
 use uri::Pin;
 pub use uri::Pkcs11Uri;
@@ -36,9 +37,10 @@ pub const PIN_VARIABLE: &str = "ELFSIG_PKCS11_PIN";
 /// DER of the named-curve OIDs, as CKA_EC_PARAMS holds them.
 const P256_PARAMS: &[u8] = &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 const P384_PARAMS: &[u8] = &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
-/// The DER DigestInfo prefix of a SHA-256 digest, which CKM_RSA_PKCS signs as PKCS#1 v1.5 does.
-const SHA256_DIGEST_INFO: &[u8] =
-    &[0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20];
+/// The DER DigestInfo prefix of a SHA-512 digest (RFC 8017, 9.2), which CKM_RSA_PKCS signs as
+/// PKCS#1 v1.5 does.
+const SHA512_DIGEST_INFO: &[u8] =
+    &[0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03, 0x05, 0x00, 0x04, 0x40];
 
 /// A token, found and logged in to.
 struct Token {
@@ -218,7 +220,8 @@ impl TokenKey {
     fn check_public(&self, mismatch: &str) -> Result<(), Error> {
         let probe = b"elfsig: does the key on the token match its public key?";
         let value = self.sign(probe)?;
-        if self.public.verifies(self.public.signature_algorithm(), probe, &value) {
+        let algorithm = self.public.signature_algorithm();
+        if self.public.verifies(algorithm, algorithm.hash(), probe, &value) {
             Ok(())
         } else {
             Err(Error::msg(format!("{} {mismatch}", self.describe())))
@@ -240,9 +243,10 @@ impl TokenKey {
         format!("{} on {}", self.object, self.token.name)
     }
 
-    /// Signs `message` (hashed here with SHA-256) in elfsig's one encoding.
+    /// Signs `message` (hashed here, as [`SignatureAlgorithm::hash`] says) in elfsig's one
+    /// encoding.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, Error> {
-        let digest = Sha256::digest(message);
+        let digest = self.public.signature_algorithm().hash().digest(message);
         let session = self.session()?;
         let result = self.sign_digest(&session, &digest);
         self.give_back(session);
@@ -269,7 +273,7 @@ impl TokenKey {
             Ok(value)
         };
         match self.algorithm {
-            Algorithm::Rsa => raw(&Mechanism::RsaPkcs, &[SHA256_DIGEST_INFO, digest].concat()),
+            Algorithm::Rsa => raw(&Mechanism::RsaPkcs, &[SHA512_DIGEST_INFO, digest].concat()),
             Algorithm::EcdsaP256 => ecdsa::fixed_len(self.public.signature_len(), || {
                 Ok(ecdsa::p256_value(p256::ecdsa::Signature::from_slice(&fresh()?).map_err(bad_ecdsa)?))
             }),

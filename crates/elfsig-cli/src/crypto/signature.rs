@@ -1,19 +1,70 @@
-//! The signature values elfsig accepts, over SHA-256 for every key: RSA PKCS#1 v1.5, and ECDSA
-//! in the one encoding of [`super::ecdsa`]; their algorithms as PKCS#7 names them, their
-//! lengths, and checking them with a public key.
+//! The signature values elfsig accepts: RSA PKCS#1 v1.5 over SHA-512 (over SHA-256 until
+//! December 2026, which it still accepts), and ECDSA over SHA-256 in the one
+//! encoding of [`super::ecdsa`]; their algorithms as PKCS#7 names them, their lengths, and
+//! checking them with a public key.
 
 use const_oid::ObjectIdentifier;
-use const_oid::db::rfc5912::{ECDSA_WITH_SHA_256, RSA_ENCRYPTION};
+use const_oid::db::rfc5912::{ECDSA_WITH_SHA_256, ID_SHA_256, ID_SHA_512, RSA_ENCRYPTION};
 use der::Any;
 use p256::ecdsa::signature::hazmat::PrehashVerifier;
 use rsa::pkcs1v15::{Signature as RsaSignature, VerifyingKey};
 use rsa::signature::Verifier as _;
 use rsa::traits::PublicKeyParts;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 use spki::AlgorithmIdentifierOwned;
 
 use super::ecdsa::{P256_LEN, P384_LEN};
 use super::public_key::PublicKey;
+
+/// The hash a signature value covers, as a SignerInfo's `digestAlgorithm` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hash {
+    /// SHA-256: ECDSA's (`ecdsa-with-SHA256` names it), and RSA's until December 2026.
+    Sha256,
+    /// SHA-512: RSA's. Linux self-tests `pkcs1(rsa,sha256)` with an RSA private-key operation
+    /// when the first RSA/SHA-256 signature after boot instantiates it (crypto/testmgr.c; 67
+    /// million instructions, a sixth of what loading elfsig costs a boot), and tests
+    /// `pkcs1(rsa,sha512)` with nothing: the module's certificates and every signature it checks
+    /// are RSA/SHA-512 so that no boot pays that test for elfsig. SHA-512 hashes only the record
+    /// and the certificates, not the files (their digest in the record is SHA-256).
+    Sha512,
+}
+
+impl Hash {
+    /// The SignerInfo's `digestAlgorithm` (RFC 5754: parameters absent).
+    pub fn identifier(self) -> AlgorithmIdentifierOwned {
+        let oid = match self {
+            Hash::Sha256 => ID_SHA_256,
+            Hash::Sha512 => ID_SHA_512,
+        };
+        AlgorithmIdentifierOwned { oid, parameters: None }
+    }
+
+    /// The hash a `digestAlgorithm` OID names, if elfsig accepts it.
+    pub fn from_oid(oid: ObjectIdentifier) -> Option<Hash> {
+        match oid {
+            ID_SHA_256 => Some(Hash::Sha256),
+            ID_SHA_512 => Some(Hash::Sha512),
+            _ => None,
+        }
+    }
+
+    /// `message`'s digest.
+    pub fn digest(self, message: &[u8]) -> Vec<u8> {
+        match self {
+            Hash::Sha256 => Sha256::digest(message).to_vec(),
+            Hash::Sha512 => Sha512::digest(message).to_vec(),
+        }
+    }
+
+    /// How `inspect` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hash::Sha256 => "SHA-256",
+            Hash::Sha512 => "SHA-512",
+        }
+    }
+}
 
 /// A signature's algorithm, as a PKCS#7 SignerInfo names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +84,24 @@ impl SignatureAlgorithm {
         }
     }
 
+    /// The hash elfsig signs with under this algorithm.
+    pub fn hash(self) -> Hash {
+        match self {
+            SignatureAlgorithm::Rsa => Hash::Sha512,
+            SignatureAlgorithm::Ecdsa => Hash::Sha256,
+        }
+    }
+
+    /// Whether elfsig accepts a signature of this algorithm over `hash`: RSA over SHA-512 or
+    /// over SHA-256 (what elfsig signed with until December 2026), ECDSA over SHA-256 only (its
+    /// `signatureAlgorithm` says so).
+    pub fn accepts(self, hash: Hash) -> bool {
+        match self {
+            SignatureAlgorithm::Rsa => true,
+            SignatureAlgorithm::Ecdsa => hash == Hash::Sha256,
+        }
+    }
+
     /// The algorithm a SignerInfo's `signatureAlgorithm` OID names, if elfsig accepts it.
     pub fn from_oid(oid: ObjectIdentifier) -> Option<SignatureAlgorithm> {
         match oid {
@@ -42,11 +111,11 @@ impl SignatureAlgorithm {
         }
     }
 
-    /// How `inspect` describes the scheme after the key's name.
-    pub fn scheme(self) -> &'static str {
+    /// How `inspect` describes the scheme of a signature over `hash`, after the key's name.
+    pub fn scheme(self, hash: Hash) -> String {
         match self {
-            SignatureAlgorithm::Rsa => "PKCS#1 v1.5",
-            SignatureAlgorithm::Ecdsa => "with SHA-256",
+            SignatureAlgorithm::Rsa => format!("PKCS#1 v1.5 over {}", hash.name()),
+            SignatureAlgorithm::Ecdsa => format!("with {}", hash.name()),
         }
     }
 
@@ -77,12 +146,17 @@ impl PublicKey {
         }
     }
 
-    /// Whether `value` is a signature of `algorithm` by this key over `message`, in elfsig's one
-    /// encoding (for ECDSA: strict DER, low S, the curve's fixed length).
-    pub fn verifies(&self, algorithm: SignatureAlgorithm, message: &[u8], value: &[u8]) -> bool {
+    /// Whether `value` is a signature of `algorithm` over `hash` by this key over `message`, in
+    /// elfsig's one encoding (for ECDSA: strict DER, low S, the curve's fixed length).
+    pub fn verifies(&self, algorithm: SignatureAlgorithm, hash: Hash, message: &[u8], value: &[u8]) -> bool {
+        if !algorithm.accepts(hash) {
+            return false;
+        }
         match (self, algorithm) {
-            (PublicKey::Rsa(key), SignatureAlgorithm::Rsa) => RsaSignature::try_from(value)
-                .is_ok_and(|s| VerifyingKey::<Sha256>::new(key.clone()).verify(message, &s).is_ok()),
+            (PublicKey::Rsa(key), SignatureAlgorithm::Rsa) => RsaSignature::try_from(value).is_ok_and(|s| match hash {
+                Hash::Sha256 => VerifyingKey::<Sha256>::new(key.clone()).verify(message, &s).is_ok(),
+                Hash::Sha512 => VerifyingKey::<Sha512>::new(key.clone()).verify(message, &s).is_ok(),
+            }),
             (PublicKey::P256(key), SignatureAlgorithm::Ecdsa) => {
                 value.len() == P256_LEN
                     && p256::ecdsa::Signature::from_der(value).is_ok_and(|s| {

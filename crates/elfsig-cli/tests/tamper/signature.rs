@@ -34,7 +34,7 @@ fn signature_bytes() {
     }
 }
 
-const SHA256_OID: &[u8] = &[0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01];
+const SHA512_OID: &[u8] = &[0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03];
 
 const RSA_ENCRYPTION_NULL: &[u8] = &[0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00];
 
@@ -58,11 +58,33 @@ fn find(haystack: &[u8], needle: &[u8]) -> usize {
 
 /// The RSA signature covers the record, not the PKCS#7 blob around it, so `verify` must accept
 /// only the blob the signer writes: otherwise the signed file is malleable (its bytes change and
-/// it still verifies). Here the SignedData's `digestAlgorithms` set (the first SHA-256
-/// identifier in the blob) says SHA-512, which OpenSSL refuses ("no matching digest").
+/// it still verifies). Here the SignedData's `digestAlgorithms` set (the first SHA-512
+/// identifier in the blob) says SHA-256, which OpenSSL refuses ("no matching digest").
 #[test]
 fn pkcs7_digest_algorithms_cannot_change() {
-    refuse_blob_change("cms-digest-algorithms", |cms| find(cms, SHA256_OID) + SHA256_OID.len() - 1, 0x03);
+    refuse_blob_change("cms-digest-algorithms", |cms| find(cms, SHA512_OID) + SHA512_OID.len() - 1, 0x01);
+}
+
+/// Both of the blob's digest algorithms changed to SHA-256, which elfsig accepts from RSA keys
+/// (what it signed with before): the blob is canonical again, and the signature still fails,
+/// since PKCS#1 v1.5 signs the hash's name with the digest.
+#[test]
+fn pkcs7_hash_named_in_the_rsa_signature() {
+    let (keys, scratch) = (keys("a"), Scratch::new());
+    for t in targets() {
+        let p = t.payload;
+        let cms_at = p.offset + RECORD_LEN;
+        let cms = &t.signed[cms_at..p.offset + p.size];
+        let ats: Vec<usize> = cms
+            .windows(SHA512_OID.len())
+            .enumerate()
+            .filter(|(_, w)| *w == SHA512_OID)
+            .map(|(i, _)| cms_at + i + SHA512_OID.len() - 1)
+            .collect();
+        assert_eq!(ats.len(), 2, "{}: the set and the signer's", t.name);
+        let bytes = tampered(t, |b| ats.iter().for_each(|&at| b[at] = 0x01));
+        refused(&keys, &scratch, &format!("{}-cms-both-digests", t.name), &bytes, Says::Exactly(BAD_SIGNATURE));
+    }
 }
 
 /// As above: the NULL parameters of rsaEncryption become an empty OCTET STRING.
