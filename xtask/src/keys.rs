@@ -169,7 +169,19 @@ fn issued_by(subject: &KeyPair, issuer: &KeyPair, out: &std::path::Path) -> Resu
         .run()?;
     let tmp = out.with_extension("tmp");
     Cmd::new("openssl")
-        .args(["x509", "-req", "-days", "3650", "-set_serial", "0x51", "-extensions", "v3", "-outform", "DER"])
+        .args([
+            "x509",
+            "-req",
+            "-sha512",
+            "-days",
+            "3650",
+            "-set_serial",
+            "0x51",
+            "-extensions",
+            "v3",
+            "-outform",
+            "DER",
+        ])
         .arg("-extfile")
         .arg(&extensions)
         .arg("-in")

@@ -23,8 +23,8 @@ pub enum Hash {
     Sha256,
     /// SHA-512: RSA's. Linux self-tests `pkcs1(rsa,sha256)` with an RSA private-key operation
     /// when the first RSA/SHA-256 signature after boot instantiates it (crypto/testmgr.c; 67
-    /// million instructions, a sixth of what loading elfsig costs a boot), and tests
-    /// `pkcs1(rsa,sha512)` with nothing: the module's certificates and every signature it checks
+    /// million instructions, a fifth of what loading elfsig costs a boot), and tests
+    /// `pkcs1(rsa,sha512)` with nothing: the module's certificates and every signature elfsig makes now
     /// are RSA/SHA-512 so that no boot pays that test for elfsig. SHA-512 hashes only the record
     /// and the certificates, not the files (their digest in the record is SHA-256).
     Sha512,
