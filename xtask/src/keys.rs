@@ -87,11 +87,9 @@ const KEYGEN_FORMAT: &str = "2\n";
 pub fn test_keys(elfsig: &Path) -> Result<TestKeys> {
     let dir = paths::cache().join("test-keys");
     let format = dir.join("format");
-    if std::fs::read_to_string(&format).ok().as_deref() != Some(KEYGEN_FORMAT) {
-        if dir.exists() {
-            eprintln!("xtask: making the test keys again in {}: an older elfsig keygen made them", dir.display());
-        }
-        let _ = std::fs::remove_dir_all(&dir);
+    if std::fs::read_to_string(&format).ok().as_deref() != Some(KEYGEN_FORMAT) && dir.exists() {
+        eprintln!("xtask: making the test keys again in {}: an older elfsig keygen made them", dir.display());
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot remove the older keys in {}: {e}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let make_as = |name: &str, algorithm: &str| -> Result<KeyPair> {

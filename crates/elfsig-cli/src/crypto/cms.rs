@@ -258,3 +258,37 @@ impl ParsedSignature {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_cert::ext::pkix::SubjectKeyIdentifier;
+
+    fn signer() -> SignerIdentifier {
+        SignerIdentifier::SubjectKeyIdentifier(SubjectKeyIdentifier(OctetString::new(vec![7; 20]).unwrap()))
+    }
+
+    #[test]
+    fn rsa_blobs_over_either_hash_parse_as_such() {
+        for hash in [Hash::Sha512, Hash::Sha256] {
+            let blob = encode(&signer(), SignatureAlgorithm::Rsa, hash, vec![1; 384]).unwrap();
+            let parsed = parse(&blob).unwrap();
+            assert_eq!((parsed.algorithm, parsed.hash), (SignatureAlgorithm::Rsa, hash));
+        }
+    }
+
+    #[test]
+    fn ecdsa_over_sha512_and_other_digests_are_refused() {
+        let blob = encode(&signer(), SignatureAlgorithm::Ecdsa, Hash::Sha512, vec![0x30; 71]).unwrap();
+        let refused = parse(&blob).unwrap_err();
+        assert!(refused.contains("not one elfsig makes"), "{refused}");
+        // SHA-384 (2.16.840.1.101.3.4.2.2) in both places: a digest elfsig does not sign with.
+        let mut blob = encode(&signer(), SignatureAlgorithm::Rsa, Hash::Sha512, vec![1; 384]).unwrap();
+        let oid = [0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03];
+        let at: Vec<usize> = (0..blob.len() - oid.len()).filter(|&i| blob[i..i + oid.len()] == oid).collect();
+        assert_eq!(at.len(), 2);
+        at.iter().for_each(|&i| blob[i + oid.len() - 1] = 0x02);
+        let refused = parse(&blob).unwrap_err();
+        assert!(refused.contains("neither SHA-512 nor SHA-256"), "{refused}");
+    }
+}
