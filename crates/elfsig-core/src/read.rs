@@ -5,7 +5,11 @@
 //! memory. The parser asks only for small, bounded ranges whose ends it has already checked
 //! against the file length; the verifier streams the rest in chunks. Both go through
 //! [`Windowed`], which turns the system's "read up to n bytes" into "read exactly these bytes"
-//! and serves the parser's many small reads from one larger read.
+//! and serves the parser's many small reads from one larger read. Where the system holds the
+//! file's bytes in memory already (the kernel's page cache), the verifier hashes them there
+//! instead of copying them out ([`Source::lend_at`]).
+
+use core::ops::ControlFlow;
 
 /// A read failed, or the file ended before the bytes asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +32,21 @@ pub trait Source: ReadAt {
     /// The file's length, as it was when it was opened.
     fn len(&self) -> u64;
 
+    /// Hands `to` the `len` bytes from `offset`, in order and in pieces of the source's
+    /// choosing, from where the system keeps them, without copying them; stops at the first
+    /// piece `to` breaks on. `Ok(false)`, having handed nothing, where the source cannot (the
+    /// default): the caller reads the bytes instead. The caller counts what it was handed, so
+    /// a source that hands more or fewer bytes than asked is caught there.
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        let _ = (offset, len, to);
+        Ok(false)
+    }
+
     /// Whether the file is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -39,6 +58,17 @@ pub trait Source: ReadAt {
 pub trait ReadSomeAt {
     /// Reads up to `buf.len()` bytes at `offset`; returns how many.
     fn read_some_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError>;
+
+    /// [`Source::lend_at`], from the system: by default it cannot.
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        let _ = (offset, len, to);
+        Ok(false)
+    }
 }
 
 impl ReadAt for &[u8] {
@@ -132,6 +162,17 @@ impl<F: ReadSomeAt, W: AsMut<[u8]>> Source for Windowed<F, W> {
     fn len(&self) -> u64 {
         self.len
     }
+
+    /// The file's own lending, within the length.
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        offset.checked_add(len).filter(|&end| end <= self.len).ok_or(IoError::End)?;
+        self.file.lend_at(offset, len, to)
+    }
 }
 
 impl From<IoError> for super::Error {
@@ -201,6 +242,42 @@ mod tests {
         let mut reader = Windowed::new(Stingy { bytes: &data, step: 1000, reads: 0 }, 2000, [0u8; 64]);
         assert_eq!(reader.read_exact_at(990, &mut [0u8; 20]), Err(IoError::End));
         assert_eq!(reader.read_exact_at(900, &mut [0u8; 200]), Err(IoError::End));
+    }
+
+    #[test]
+    fn lending_goes_to_the_file_only_within_the_length() {
+        /// Lends whatever it is asked for, counting the calls.
+        struct Lender(usize);
+        impl ReadSomeAt for Lender {
+            fn read_some_at(&mut self, _: u64, _: &mut [u8]) -> Result<usize, IoError> {
+                Err(IoError::Errno(5))
+            }
+            fn lend_at(
+                &mut self,
+                _: u64,
+                len: u64,
+                to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+            ) -> Result<bool, IoError> {
+                self.0 += 1;
+                let _ = to(&[0u8; 16][..usize::try_from(len).unwrap()]);
+                Ok(true)
+            }
+        }
+        let mut reader = Windowed::new(Lender(0), 100, [0u8; 16]);
+        let mut lent = 0;
+        let mut count = |b: &[u8]| {
+            lent += b.len();
+            ControlFlow::Continue(())
+        };
+        assert_eq!(reader.lend_at(90, 10, &mut count), Ok(true));
+        assert_eq!(lent, 10);
+        assert_eq!(reader.lend_at(91, 10, &mut |_| ControlFlow::Continue(())), Err(IoError::End));
+        assert_eq!(reader.lend_at(u64::MAX, 2, &mut |_| ControlFlow::Continue(())), Err(IoError::End));
+        assert_eq!(reader.file().0, 1, "asked the file past the length");
+        // A source that cannot lend says so.
+        let data = bytes();
+        let mut reader = Windowed::new(Stingy { bytes: &data, step: 1000, reads: 0 }, 1000, [0u8; 64]);
+        assert_eq!(reader.lend_at(0, 10, &mut |_| ControlFlow::Continue(())), Ok(false));
     }
 
     #[test]

@@ -18,8 +18,11 @@
 //! 6. Ask whether that digest is revoked.
 
 use core::fmt;
+use core::ops::ControlFlow;
 
-use super::{find_signature, ByteRange, ElfFile, Entitlements, Error, Payload, Reason, SignatureLocation, Source};
+use super::{
+    find_signature, ByteRange, ElfFile, Entitlements, Error, IoError, Payload, Reason, SignatureLocation, Source,
+};
 
 /// Bytes hashed per read: large enough that reads vanish in the cost of hashing, small enough to
 /// stay in cache (measured in the CLI: 64 KiB chunks hash at 87% of in-memory SHA-256 speed,
@@ -195,7 +198,9 @@ pub fn verify<H: Sha256, T: Trust, F: Source>(
     Ok(Verified { signer, digest, entitlements: record.entitlements, location })
 }
 
-/// SHA-256 of `ranges` of `file`, read in chunks of at most [`CHUNK`] bytes through one buffer.
+/// SHA-256 of `ranges` of `file`: each range hashed where the file lends it
+/// ([`Source::lend_at`]), the others read in chunks of at most [`CHUNK`] bytes through one
+/// buffer, taken at the first of them.
 fn digest<H: Sha256, D>(
     file: &mut impl Source,
     ranges: &[ByteRange],
@@ -204,10 +209,17 @@ fn digest<H: Sha256, D>(
     let total = ranges.iter().map(|r| r.len).fold(0, u64::saturating_add);
     // A small file needs no more than its own size.
     let chunk_len = usize::try_from(total.max(1)).map_or(CHUNK, |total| total.min(CHUNK));
-    let mut buf = scratch.buffer(chunk_len).ok_or(Refused::errno(ENOMEM))?;
-    let buf = buf.as_mut();
+    let mut buf = None;
     let mut sha = H::start().map_err(Refused::errno)?;
     for range in ranges {
+        if hash_lent(file, range, &mut sha)? {
+            continue;
+        }
+        let buf = match buf {
+            Some(ref mut buf) => buf,
+            None => buf.insert(scratch.buffer(chunk_len).ok_or(Refused::errno(ENOMEM))?),
+        };
+        let buf = buf.as_mut();
         for chunk in range.chunks(u64::try_from(chunk_len).unwrap_or(1)) {
             let bytes = usize::try_from(chunk.len).ok().and_then(|n| buf.get_mut(..n)).ok_or(Refused::errno(ENOMEM))?;
             file.read_exact_at(chunk.offset, bytes).map_err(|e| Refused::parse(e.into()))?;
@@ -215,4 +227,31 @@ fn digest<H: Sha256, D>(
         }
     }
     sha.finish().map_err(Refused::errno)
+}
+
+/// Hashes `range` where `file` lends it: true once all of it is hashed, false when the file
+/// cannot lend it (nothing hashed). A lender that hands other than `range.len` bytes, or hands
+/// some and then says it cannot, is refused as a read that came up short ([`IoError::End`]).
+fn hash_lent<H: Sha256, D>(file: &mut impl Source, range: &ByteRange, sha: &mut H) -> Result<bool, Refused<D>> {
+    let mut lent = 0u64;
+    let mut failed = None;
+    let mut to = |bytes: &[u8]| {
+        lent = lent.saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+        match sha.update(bytes) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(errno) => {
+                failed = Some(errno);
+                ControlFlow::Break(())
+            }
+        }
+    };
+    let done = file.lend_at(range.offset, range.len, &mut to).map_err(|e| Refused::parse(e.into()))?;
+    if let Some(errno) = failed {
+        return Err(Refused::errno(errno));
+    }
+    match (done, lent) {
+        (false, 0) => Ok(false),
+        (true, lent) if lent == range.len => Ok(true),
+        _ => Err(Refused::parse(IoError::End.into())),
+    }
 }

@@ -7,6 +7,7 @@
 mod invariants;
 
 use std::cell::Cell;
+use std::ops::ControlFlow;
 
 use elfsig_core::record::HashAlgorithm;
 use elfsig_core::verify::CHUNK;
@@ -298,6 +299,120 @@ fn a_failed_read_refuses_with_its_errno_and_failed_resources_refuse_as_errors() 
     }
     HASH_FAILS.set(true);
     let refused = run(&signed, Structure::Locate, &mut trust());
+    HASH_FAILS.set(false);
+    assert_eq!(refused, Err(Refused { reason: Reason::Error, detail: Detail::Errno(22) }));
+}
+
+/// How a [`Lending`] source lends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lends {
+    /// Everything, in pieces of `step` bytes.
+    All { step: usize },
+    /// Everything but the last byte of each range.
+    Short,
+    /// One byte more than asked.
+    Long,
+    /// The first piece, then EIO.
+    FailsAfterOne,
+    /// Nothing, after handing one piece: it breaks its word.
+    RefusesAfterOne,
+    /// The ranges that start the file, and not the others (which are read).
+    FirstOnly,
+}
+
+/// Memory that lends its bytes instead of being read (as the kernel's page cache does), and
+/// counts the bytes read.
+struct Lending<'a> {
+    bytes: &'a [u8],
+    lends: Lends,
+    read: u64,
+}
+
+impl ReadAt for Lending<'_> {
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.read += buf.len() as u64;
+        self.bytes.read_exact_at(offset, buf)
+    }
+}
+
+impl Source for Lending<'_> {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        let range = &self.bytes[offset as usize..][..len as usize];
+        let long = [range, &[0]].concat();
+        let (range, step) = match self.lends {
+            Lends::All { step } => (range, step),
+            Lends::Short => (&range[..range.len().saturating_sub(1)], 1000),
+            Lends::Long => (&long[..], 1000),
+            Lends::FailsAfterOne | Lends::RefusesAfterOne => (&range[..range.len().min(10)], 10),
+            Lends::FirstOnly if offset == 0 => (range, 1000),
+            Lends::FirstOnly => return Ok(false),
+        };
+        for piece in range.chunks(step) {
+            if to(piece).is_break() {
+                return Ok(true);
+            }
+        }
+        match self.lends {
+            Lends::FailsAfterOne => Err(IoError::Errno(5)),
+            Lends::RefusesAfterOne => Ok(false),
+            _ => Ok(true),
+        }
+    }
+}
+
+#[test]
+fn lent_bytes_are_hashed_without_a_read_or_a_buffer_and_a_lender_that_cheats_is_refused() {
+    let trailing: Vec<u8> = (0..2 * CHUNK + 17).map(|i| (i * 7) as u8).collect();
+    let signed = sign(&fixtures::synth(&Spec::new(Class::Elf64, Endian::Little).trailing(&trailing)));
+    let read = run(&signed, Structure::Locate, &mut trust()).unwrap();
+    for step in [1, 4096, 3 * CHUNK] {
+        let mut lending = Lending { bytes: &signed, lends: Lends::All { step }, read: 0 };
+        HASHED.set(0);
+        // One buffer only: the payload's.
+        let lent = verify::<StandInHash, _, _>(&mut lending, Structure::Locate, &mut trust(), &mut Heap { budget: 1 });
+        assert_eq!(lent.as_ref().map(|v| v.digest), Ok(read.digest), "pieces of {step}");
+        assert_eq!(HASHED.get(), read.location.hashed_len());
+        assert!(lending.read < 4096, "read {} bytes it was lent", lending.read);
+    }
+    // Some ranges lent, the rest read through the one buffer, taken when first needed.
+    let mut some = Lending { bytes: &signed, lends: Lends::FirstOnly, read: 0 };
+    let mixed = verify::<StandInHash, _, _>(&mut some, Structure::Locate, &mut trust(), &mut Heap { budget: 2 });
+    assert_eq!(mixed.map(|v| v.digest), Ok(read.digest));
+    let tail = read.location.hashed_ranges().iter().filter(|r| r.offset != 0).map(|r| r.len).sum::<u64>();
+    assert!(tail > 0 && some.read >= tail, "read {} bytes of the {tail} not lent", some.read);
+    let mut changed = signed.clone();
+    changed[2 * CHUNK + 5] ^= 1;
+    for lends in [Lends::All { step: 4096 }, Lends::FirstOnly] {
+        let mut lending = Lending { bytes: &changed, lends, read: 0 };
+        assert_eq!(
+            verify::<StandInHash, _, _>(&mut lending, Structure::Locate, &mut trust(), &mut Heap { budget: 2 }),
+            Err(Refused { reason: Reason::Modified, detail: Detail::Digest }),
+            "{lends:?}"
+        );
+    }
+    for (lends, refused) in [
+        (Lends::Short, Refused::parse(Error::Io(IoError::End))),
+        (Lends::Long, Refused::parse(Error::Io(IoError::End))),
+        (Lends::RefusesAfterOne, Refused::parse(Error::Io(IoError::End))),
+        (Lends::FailsAfterOne, Refused::parse(Error::Io(IoError::Errno(5)))),
+    ] {
+        let mut lending = Lending { bytes: &signed, lends, read: 0 };
+        let got = verify::<StandInHash, _, _>(&mut lending, Structure::Locate, &mut trust(), &mut Heap { budget: 2 });
+        assert_eq!(got, Err(refused), "{lends:?}");
+    }
+    // The hash failing on a lent piece stops the lending and refuses with its errno.
+    let mut lending = Lending { bytes: &signed, lends: Lends::All { step: 4096 }, read: 0 };
+    HASH_FAILS.set(true);
+    let refused = verify::<StandInHash, _, _>(&mut lending, Structure::Locate, &mut trust(), &mut Heap { budget: 1 });
     HASH_FAILS.set(false);
     assert_eq!(refused, Err(Refused { reason: Reason::Error, detail: Detail::Errno(22) }));
 }
