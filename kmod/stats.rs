@@ -47,6 +47,8 @@ pub(crate) struct Stats {
     pub(crate) writes_refused: AtomicU64,
     /// Bytes hashed.
     pub(crate) bytes_hashed: AtomicU64,
+    /// Of those, bytes hashed where the page cache holds them, not copied out first.
+    pub(crate) bytes_hashed_in_cache: AtomicU64,
     /// Time spent verifying, in ns.
     pub(crate) verify_ns: AtomicU64,
     /// Of that, time spent in SHA-256, in ns.
@@ -74,12 +76,12 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 20],
+    values: [u64; 21],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 20] = [
+const NAMES: [&str; 21] = [
     "checked",
     "allowed",
     "denied",
@@ -95,6 +97,7 @@ const NAMES: [&str; 20] = [
     "program_replaced",
     "writes_refused",
     "bytes_hashed",
+    "bytes_hashed_in_cache",
     "verify_ns",
     "hash_ns",
     "signature_ns",
@@ -121,6 +124,7 @@ impl Stats {
             program_replaced: AtomicU64::new(0),
             writes_refused: AtomicU64::new(0),
             bytes_hashed: AtomicU64::new(0),
+            bytes_hashed_in_cache: AtomicU64::new(0),
             verify_ns: AtomicU64::new(0),
             hash_ns: AtomicU64::new(0),
             signature_ns: AtomicU64::new(0),
@@ -185,6 +189,7 @@ impl Stats {
                 &self.program_replaced,
                 &self.writes_refused,
                 &self.bytes_hashed,
+                &self.bytes_hashed_in_cache,
                 &self.verify_ns,
                 &self.hash_ns,
                 &self.signature_ns,

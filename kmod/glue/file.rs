@@ -4,8 +4,9 @@
 //! that holds their data), refusing writers while they are verified, opening an ELF interpreter
 //! as binfmt_elf does, naming them in the log.
 
-use core::ffi::CStr;
+use core::ffi::{c_void, CStr};
 use core::marker::PhantomData;
+use core::ops::ControlFlow;
 use core::ptr::NonNull;
 
 use kernel::error::{code, Error};
@@ -110,6 +111,9 @@ impl FileId {
 extern "C" {
     fn elfsig_shim_file_size(file: *mut RawFile) -> u64;
     fn elfsig_shim_file_read(file: *mut RawFile, buf: *mut u8, len: usize, pos: u64) -> isize;
+    fn elfsig_shim_file_lendable(file: *mut RawFile) -> bool;
+    fn elfsig_shim_file_lend(file: *mut RawFile, pos: u64, end: u64, lent: *mut RawLent) -> c_int;
+    fn elfsig_shim_file_unlend(lent: *mut RawLent);
     fn elfsig_shim_killed() -> bool;
     fn elfsig_shim_file_id(file: *mut RawFile, id: *mut FileId);
     fn elfsig_shim_path_id(path: *const c_char, id: *mut FileId) -> c_int;
@@ -303,6 +307,96 @@ impl ReadSomeAt for FileRef<'_> {
             return Err(IoError::Errno(errno.saturating_neg()));
         }
         usize::try_from(n).map_err(|_| IoError::End)
+    }
+
+    /// Hashes from the page cache where the file's is what a read returns
+    /// (`elfsig_shim_file_lendable`: the local disk file systems), at most a folio or 64 KiB at
+    /// a time, each held and mapped while it is hashed. Saves copying every byte verified (44
+    /// MB in a Debian boot). A task being killed stops here too. The bytes are the file's as
+    /// long as no one writes it: callers verify with writers refused (`deny_writes`), as they
+    /// do for reads.
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        // SAFETY: by the type invariant `ptr` is an open file.
+        if !unsafe { elfsig_shim_file_lendable(self.as_ptr()) } {
+            return Ok(false);
+        }
+        let end = offset.checked_add(len).ok_or(IoError::End)?;
+        let mut at = offset;
+        while at < end {
+            // SAFETY: reads the current task's signal state.
+            if unsafe { elfsig_shim_killed() } {
+                return Err(IoError::Errno(code::EINTR.to_errno().saturating_neg()));
+            }
+            let lent = Lent::new(*self, at, end)?;
+            let bytes = lent.bytes();
+            at = u64::try_from(bytes.len())
+                .ok()
+                .filter(|&n| n > 0)
+                .and_then(|n| at.checked_add(n))
+                .ok_or(IoError::End)?;
+            if to(bytes).is_break() {
+                break;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// `struct elfsig_lent`: bytes of a file's page cache, mapped.
+#[repr(C)]
+struct RawLent {
+    data: *const u8,
+    len: usize,
+    folio: *mut c_void,
+}
+
+/// Bytes of a file's page cache, mapped and their folio held until this is dropped.
+///
+/// # Invariants
+///
+/// `raw` is what `elfsig_shim_file_lend` filled in: `data` maps `len` bytes of a folio that
+/// `raw.folio` holds a reference to, until `elfsig_shim_file_unlend`.
+struct Lent {
+    raw: RawLent,
+}
+
+impl Lent {
+    /// The bytes of `file` from `at` on, up to `end` and within one folio: at least one byte.
+    fn new(file: FileRef<'_>, at: u64, end: u64) -> Result<Self, IoError> {
+        let mut raw = RawLent {
+            data: core::ptr::null(),
+            len: 0,
+            folio: core::ptr::null_mut(),
+        };
+        // SAFETY: `file` is an open file; `raw` is a valid `struct elfsig_lent`, filled in
+        // when this returns 0.
+        match unsafe { elfsig_shim_file_lend(file.as_ptr(), at, end, &mut raw) } {
+            // INVARIANT: filled in.
+            0 => Ok(Lent { raw }),
+            // The file no longer reaches `end`.
+            1 => Err(IoError::End),
+            errno => Err(IoError::Errno(errno.saturating_neg())),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: by the type invariant `data` maps `len` bytes, which stay mapped and held
+        // while `self` lives; writers are held off the file while it is verified, so nothing
+        // changes them meanwhile.
+        unsafe { core::slice::from_raw_parts(self.raw.data, self.raw.len) }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the bytes are mapped and the folio held, given back
+        // once.
+        unsafe { elfsig_shim_file_unlend(&mut self.raw) }
     }
 }
 

@@ -16,6 +16,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/fs_struct.h>
+#include <linux/highmem.h>
 #include <linux/hugetlb.h>
 #include <linux/iversion.h>
 #include <linux/magic.h>
@@ -90,6 +91,109 @@ ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
 	if (elfsig_read_should_fail(len))
 		return -EIO;
 	return kernel_read(file, buf, len, &off);
+}
+
+/*
+ * Whether the module may hash this file's bytes where the page cache holds them, instead of
+ * copying them out with kernel_read() (which reads them from there too): a regular file of one
+ * of the local file systems below, whose page cache is what read() returns and what exec maps,
+ * read in by read_folio() and readahead alone. Not the others: a network or cluster file
+ * system's read takes locks or revalidates first (NFS, GFS2, OCFS2), FUSE's server decides
+ * what a read returns, overlayfs and tmpfs have no read_folio(). Not DAX (no page cache), not
+ * opened for direct I/O, not a file whose reads first let a watcher fill it in (fanotify's
+ * pre-content events, 6.14 on). The first read of every verification, its headers, goes
+ * through kernel_read() and the checks it makes (rw_verify_area()) all the same.
+ */
+bool elfsig_shim_file_lendable(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct address_space *mapping = file->f_mapping;
+
+#ifdef FMODE_FSNOTIFY_HSM
+	if (FMODE_FSNOTIFY_HSM(file->f_mode))
+		return false;
+#endif
+	if (!(file->f_mode & FMODE_READ) || (file->f_flags & O_DIRECT) || !S_ISREG(inode->i_mode) ||
+	    IS_DAX(inode) || !mapping || mapping->host != inode || !mapping->a_ops ||
+	    !mapping->a_ops->read_folio)
+		return false;
+	switch (inode->i_sb->s_magic) {
+	case EXT4_SUPER_MAGIC: /* and ext2, ext3 */
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+	case F2FS_SUPER_MAGIC:
+	case MSDOS_SUPER_MAGIC: /* vfat, msdos */
+	case EXFAT_SUPER_MAGIC:
+	case SQUASHFS_MAGIC:
+	case EROFS_SUPER_MAGIC_V1:
+	case ISOFS_SUPER_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The most bytes handed out at once: what kernel_read() chunks were, so that no one SHA-256
+ * update (with preemption off while it uses the FPU) covers a whole large folio. */
+#define ELFSIG_LEND_MAX (64 * 1024)
+
+/*
+ * Maps the bytes from `pos` on, up to `end`, within one folio (one page where pages need
+ * mapping one by one) and at most ELFSIG_LEND_MAX, of a lendable file's page cache, reading
+ * them in first when they are not there, as filemap_read() does: readahead on a miss, the next
+ * window once the marked folio is reached, the read itself under the invalidate lock as a
+ * page fault's. Returns 0, 1 when the file no longer reaches `end`, or -errno. The folio is
+ * held until elfsig_shim_file_unlend(); the caller holds writers off (deny_write_access), so
+ * its bytes are the file's.
+ */
+int elfsig_shim_file_lend(struct file *file, u64 pos, u64 end, struct elfsig_lent *lent)
+{
+	struct address_space *mapping = file->f_mapping;
+	pgoff_t index = pos >> PAGE_SHIFT;
+	unsigned long wanted;
+	struct folio *folio;
+	size_t offset, len;
+
+	cond_resched();
+	if (pos >= end || end > (u64)i_size_read(mapping->host))
+		return 1;
+	if (elfsig_read_should_fail(end - pos))
+		return -EIO;
+	wanted = ((end - 1) >> PAGE_SHIFT) - index + 1;
+	folio = filemap_get_folio(mapping, index);
+	if (IS_ERR(folio)) {
+		page_cache_sync_readahead(mapping, &file->f_ra, file, index, wanted);
+	} else {
+		if (folio_test_readahead(folio))
+			page_cache_async_readahead(mapping, &file->f_ra, file, folio, wanted);
+		if (folio_test_uptodate(folio))
+			goto found;
+		folio_put(folio);
+	}
+	/* Waits for the readahead's read, or reads the folio itself. */
+	filemap_invalidate_lock_shared(mapping);
+	folio = read_mapping_folio(mapping, index, file);
+	filemap_invalidate_unlock_shared(mapping);
+	if (IS_ERR(folio))
+		return PTR_ERR(folio);
+found:
+	offset = offset_in_folio(folio, pos);
+	len = min_t(u64, end - pos, folio_size(folio) - offset);
+	len = min_t(size_t, len, ELFSIG_LEND_MAX);
+	if (IS_ENABLED(CONFIG_HIGHMEM))
+		len = min_t(size_t, len, PAGE_SIZE - offset_in_page(offset));
+	folio_mark_accessed(folio);
+	file->f_ra.prev_pos = pos + len;
+	lent->data = kmap_local_folio(folio, offset);
+	lent->len = len;
+	lent->folio = folio;
+	return 0;
+}
+
+void elfsig_shim_file_unlend(struct elfsig_lent *lent)
+{
+	kunmap_local(lent->data);
+	folio_put(lent->folio);
 }
 
 /*

@@ -128,6 +128,16 @@ u64 elfsig_shim_now_ns(void);
 
 u64 elfsig_shim_file_size(struct file *file);
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos);
+/* Bytes of a file's page cache, mapped until elfsig_shim_file_unlend() (glue/file.rs: Lent). */
+struct folio;
+struct elfsig_lent {
+	const u8 *data;
+	size_t len;
+	struct folio *folio;
+};
+bool elfsig_shim_file_lendable(struct file *file);
+int elfsig_shim_file_lend(struct file *file, u64 pos, u64 end, struct elfsig_lent *lent);
+void elfsig_shim_file_unlend(struct elfsig_lent *lent);
 bool elfsig_shim_killed(void);
 struct inode;
 /* Without the file handle, and safe in atomic context (the end of an exec). */

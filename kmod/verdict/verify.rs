@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The kernel's side of elfsig-core's verifier, which owns the steps and their order: files
-//! read through `kernel_read`, SHA-256 from the crypto API, the kernel's keyrings, the loaded
-//! policy and the revocation list, buffers from `kvmalloc` counted in the stats. And what exec
-//! makes of a file that verified, read through the same reader.
+//! read through `kernel_read` (and hashed where the page cache holds them, where it can),
+//! SHA-256 from the crypto API, the kernel's keyrings, the loaded policy and the revocation
+//! list, buffers from `kvmalloc` counted in the stats. And what exec makes of a file that
+//! verified, read through the same reader.
 
 use core::ffi::CStr;
+use core::ops::ControlFlow;
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{
-    verify, Entitlements, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError, Source,
-    Structure, Trust, Windowed,
+    verify, Entitlements, IoError, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError,
+    Source, Structure, Trust, Windowed,
 };
 use crate::glue::crypto;
 use crate::glue::file::FileRef;
@@ -32,6 +34,37 @@ pub(crate) type Reader<'a> = Windowed<FileRef<'a>, [u8; WINDOW]>;
 /// A reader over `file`, whose length is its size now.
 pub(crate) fn reader(file: FileRef<'_>) -> Reader<'_> {
     Windowed::new(file, file.size(), [0; WINDOW])
+}
+
+/// A file read for verification, counting the bytes its page cache lends
+/// (`bytes_hashed_in_cache`, of `bytes_hashed`).
+struct CountingLent<'r, 'a>(&'r mut Reader<'a>);
+
+impl ReadAt for CountingLent<'_, '_> {
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        self.0.read_exact_at(offset, buf)
+    }
+}
+
+impl Source for CountingLent<'_, '_> {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    fn lend_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<bool, IoError> {
+        self.0.lend_at(offset, len, &mut |bytes| {
+            Stats::add(
+                &STATE.stats.bytes_hashed_in_cache,
+                u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+            );
+            to(bytes)
+        })
+    }
 }
 
 /// SHA-256 through the crypto API, counting what it hashes.
@@ -151,8 +184,9 @@ pub(crate) fn verify_file<'n>(
     let mut keyrings = Keyrings {
         policy: Held::current(),
     };
+    let mut counted = CountingLent(&mut reader);
     let verified =
-        verify::<KernelSha256, _, _>(&mut reader, Structure::Locate, &mut keyrings, &mut Vmalloc)?;
+        verify::<KernelSha256, _, _>(&mut counted, Structure::Locate, &mut keyrings, &mut Vmalloc)?;
     Ok(Verified {
         digest: verified.digest,
         entitlements: verified.entitlements,

@@ -296,6 +296,14 @@ pub fn loop_attach(image: &str) -> io::Result<String> {
     Ok(device)
 }
 
+/// Detaches the loop device `device` from its image.
+pub fn loop_detach(device: &str) -> io::Result<()> {
+    const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+    let loop_device = File::options().read(true).open(device)?;
+    // SAFETY: LOOP_CLR_FD takes no argument.
+    check(unsafe { libc::ioctl(loop_device.as_raw_fd(), LOOP_CLR_FD) }.into()).map(|_| ())
+}
+
 /// Runs `child` in a forked child process and returns what it returned; its error message
 /// comes back through a pipe. Only for single-threaded callers (see [`fork`]).
 pub fn in_child(child: impl FnOnce() -> Result<(), String>) -> Result<(), String> {

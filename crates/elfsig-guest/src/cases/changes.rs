@@ -2,9 +2,10 @@
 //! VM and unsigned again): each is verified again, never served a stale verdict from the cache.
 
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, copy_exec, counters_grew, ensure, read, refused, runs, stats, write_exec,
+    Context, Outcome, Suite, copy_exec, counters_grew, ensure, grew, read, refused, run, runs, stats, write_exec,
 };
-use elfsig_guest::image::{self, CERT, ELFSIG, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, KEY};
+use elfsig_guest::image::{self, BUSYBOX, CERT, ELFSIG, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, KEY};
+use elfsig_guest::system;
 
 use crate::tamper::Map;
 
@@ -71,4 +72,60 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
         write_exec(PATH, &read(image::HELLO)?)?;
         runs(PATH, &[], Some(HELLO))
     });
+    suite.case("block_device_file_hashed_from_the_page_cache_and_a_changed_byte_refused", page_cache);
+}
+
+/// On the local disk file systems (vfat on a loop device here; ext4, xfs, btrfs alike) the
+/// module hashes the page cache's bytes where they lie instead of copying them out
+/// (`bytes_hashed_in_cache`), reading in what is not cached (the file system mounted again
+/// first, so that none of it is); on tmpfs it reads them. Either way a byte changed in the
+/// middle of the file, far past its headers and first read, refuses it.
+fn page_cache() -> Outcome {
+    let dir = format!("{WORK}/block");
+    std::fs::create_dir_all(&dir).context("create the directory")?;
+    let image = format!("{dir}/vfat.img");
+    std::fs::File::create(&image).and_then(|f| f.set_len(16 << 20)).context("create the image")?;
+    let made = run(BUSYBOX, &["mkdosfs", &image, "16384"]).context("mkdosfs")?;
+    ensure(made.status.success(), || format!("mkdosfs: {}", String::from_utf8_lossy(&made.stderr)))?;
+    let device = system::loop_attach(&image).context("attach a loop device")?;
+    let mnt = format!("{dir}/mnt");
+    std::fs::create_dir_all(&mnt).context("create mnt")?;
+    let mount = || {
+        system::mount_with(&device, &mnt, "vfat", 0, "umask=022,codepage=437,iocharset=iso8859-1").context("mount vfat")
+    };
+    // Mounted again: nothing of its files is in the page cache.
+    let remount = || system::unmount(&mnt).context("unmount vfat").and_then(|()| mount());
+    mount()?;
+    let outcome = (|| {
+        let len = std::fs::metadata(ELFSIG).context("stat the CLI")?.len();
+        for (path, in_place) in [(format!("{mnt}/elfsig"), true), (format!("{WORK}/elfsig-on-tmpfs"), false)] {
+            copy_exec(ELFSIG, &path)?;
+            if in_place {
+                remount()?;
+            }
+            let before = stats()?;
+            runs(&path, &["--version"], None)?;
+            let after = stats()?;
+            let (hashed, in_cache) =
+                (grew(&before, &after, "bytes_hashed"), grew(&before, &after, "bytes_hashed_in_cache"));
+            ensure(hashed > len / 2 && in_cache == if in_place { hashed } else { 0 }, || {
+                format!("{path}: {hashed} bytes hashed of {len}, {in_cache} of them in the page cache")
+            })?;
+            let mut bytes = read(&path)?;
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x40;
+            std::fs::write(&path, &bytes).context("change a byte")?;
+            if in_place {
+                remount()?;
+            }
+            let before = stats()?;
+            refused(&path)?;
+            counters_grew(&before, &stats()?, &[("modified", 1)])?;
+        }
+        Ok(())
+    })();
+    let _ = system::unmount(&mnt);
+    let _ = system::loop_detach(&device);
+    let _ = std::fs::remove_file(&image);
+    outcome
 }
