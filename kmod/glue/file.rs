@@ -6,7 +6,6 @@
 
 use core::ffi::{c_void, CStr};
 use core::marker::PhantomData;
-use core::ops::ControlFlow;
 use core::ptr::NonNull;
 
 use kernel::error::{code, Error};
@@ -15,7 +14,7 @@ use kernel::prelude::*;
 
 use super::to_result;
 use crate::elfsig_core::filesystem;
-use crate::elfsig_core::{IoError, ReadSomeAt};
+use crate::elfsig_core::{IoError, LendTo, ReadSomeAt};
 
 // The bits of `FileId::facts` are elfsig-core's, which `ELFSIG_FACT_*` in `shim/shim.h` repeat.
 pub(crate) use crate::elfsig_core::filesystem::Facts;
@@ -315,12 +314,7 @@ impl ReadSomeAt for FileRef<'_> {
     /// MB in a Debian boot). A task being killed stops here too. The bytes are the file's as
     /// long as no one writes it: callers verify with writers refused (`deny_writes`), as they
     /// do for reads.
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         // SAFETY: by the type invariant `ptr` is an open file.
         if !unsafe { elfsig_shim_file_lendable(self.as_ptr()) } {
             return Ok(false);

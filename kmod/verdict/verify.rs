@@ -7,14 +7,13 @@
 //! verified, read through the same reader.
 
 use core::ffi::CStr;
-use core::ops::ControlFlow;
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 use crate::elfsig_core::elf::ExecInfo;
 use crate::elfsig_core::{
-    verify, Entitlements, IoError, ReadAt, Reason, Refused, Scratch, Sha256, SignatureError,
-    Source, Structure, Trust, Windowed,
+    verify, Entitlements, IoError, LendTo, ReadAt, Reason, Refused, Scratch, Sha256,
+    SignatureError, Source, Structure, Trust, Windowed,
 };
 use crate::glue::crypto;
 use crate::glue::file::FileRef;
@@ -51,12 +50,7 @@ impl Source for CountingLent<'_, '_> {
         self.0.len()
     }
 
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         self.0.lend_at(offset, len, &mut |bytes| {
             Stats::add(
                 &STATE.stats.bytes_hashed_in_cache,

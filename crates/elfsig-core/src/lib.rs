@@ -67,7 +67,7 @@ pub use locate::{find_signature, Anchor, SignatureLocation};
 pub use payload::Payload;
 pub use policy::{PolicyError, SignedPolicy};
 pub use range::ByteRange;
-pub use read::{IoError, ReadAt, ReadSomeAt, Source, Windowed};
+pub use read::{IoError, LendTo, ReadAt, ReadSomeAt, Source, Windowed};
 pub use record::{HashAlgorithm, Original, SignedRecord};
 pub use verify::{verify, Detail, Refused, Scratch, Sha256, Structure, Trust, Verified};
 #[cfg(feature = "signer")]

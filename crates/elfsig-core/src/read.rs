@@ -21,6 +21,9 @@ pub enum IoError {
     End,
 }
 
+/// What [`Source::lend_at`] hands bytes to, piece by piece; it breaks to stop the lending.
+pub type LendTo<'a> = dyn FnMut(&[u8]) -> ControlFlow<()> + 'a;
+
 /// A source of bytes at absolute offsets.
 pub trait ReadAt {
     /// Fills all of `buf` with the bytes starting at `offset`, or fails.
@@ -37,12 +40,7 @@ pub trait Source: ReadAt {
     /// piece `to` breaks on. `Ok(false)`, having handed nothing, where the source cannot (the
     /// default): the caller reads the bytes instead. The caller counts what it was handed, so
     /// a source that hands more or fewer bytes than asked is caught there.
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         let _ = (offset, len, to);
         Ok(false)
     }
@@ -60,12 +58,7 @@ pub trait ReadSomeAt {
     fn read_some_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError>;
 
     /// [`Source::lend_at`], from the system: by default it cannot.
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         let _ = (offset, len, to);
         Ok(false)
     }
@@ -164,12 +157,7 @@ impl<F: ReadSomeAt, W: AsMut<[u8]>> Source for Windowed<F, W> {
     }
 
     /// The file's own lending, within the length.
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         offset.checked_add(len).filter(|&end| end <= self.len).ok_or(IoError::End)?;
         self.file.lend_at(offset, len, to)
     }
@@ -252,12 +240,7 @@ mod tests {
             fn read_some_at(&mut self, _: u64, _: &mut [u8]) -> Result<usize, IoError> {
                 Err(IoError::Errno(5))
             }
-            fn lend_at(
-                &mut self,
-                _: u64,
-                len: u64,
-                to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-            ) -> Result<bool, IoError> {
+            fn lend_at(&mut self, _: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
                 self.0 += 1;
                 let _ = to(&[0u8; 16][..usize::try_from(len).unwrap()]);
                 Ok(true)

@@ -7,14 +7,13 @@
 mod invariants;
 
 use std::cell::Cell;
-use std::ops::ControlFlow;
 
 use elfsig_core::record::HashAlgorithm;
 use elfsig_core::verify::CHUNK;
 use elfsig_core::view::SignedView;
 use elfsig_core::{
-    verify, Detail, ElfError, ElfFile, Entitlement, Entitlements, Error, IoError, Payload, ReadAt, Reason, Refused,
-    Scratch, Sha256, SignedLayout, Source, Structure, Trust, Verified,
+    verify, Detail, ElfError, ElfFile, Entitlement, Entitlements, Error, IoError, LendTo, Payload, ReadAt, Reason,
+    Refused, Scratch, Sha256, SignedLayout, Source, Structure, Trust, Verified,
 };
 use elfsig_fixtures::{self as fixtures, Class, Endian, Spec};
 
@@ -340,12 +339,7 @@ impl Source for Lending<'_> {
         self.bytes.len() as u64
     }
 
-    fn lend_at(
-        &mut self,
-        offset: u64,
-        len: u64,
-        to: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
-    ) -> Result<bool, IoError> {
+    fn lend_at(&mut self, offset: u64, len: u64, to: &mut LendTo<'_>) -> Result<bool, IoError> {
         let range = &self.bytes[offset as usize..][..len as usize];
         let long = [range, &[0]].concat();
         let (range, step) = match self.lends {
