@@ -684,16 +684,9 @@ fn io_uring_pinned() -> Outcome {
 /// has the stamp it had when it ran. On such filesystems nothing is cached: each exec verifies.
 fn vfat_time_set_back() -> Outcome {
     let dir = user_dir("vfat")?;
-    let image = format!("{dir}/vfat.img");
-    File::create(&image).and_then(|f| f.set_len(4 << 20)).context("create the image")?;
-    let made = run(BUSYBOX, &["mkdosfs", &image, "4096"]).context("mkdosfs")?;
-    ensure(made.status.success(), || format!("mkdosfs: {}", String::from_utf8_lossy(&made.stderr)))?;
-    let device = system::loop_attach(&image).context("attach a loop device")?;
     let mnt = format!("{dir}/mnt");
-    std::fs::create_dir_all(&mnt).context("create mnt")?;
     // As a desktop mounts a USB stick for its user.
-    let options = format!("uid={USER},gid={USER},umask=022,codepage=437,iocharset=iso8859-1");
-    system::mount_with(&device, &mnt, "vfat", 0, &options).context("mount vfat")?;
+    vfat_mounted(&format!("{dir}/vfat.img"), 4, &mnt, &format!("uid={USER},gid={USER},umask=022"))?;
     let signed = read(HELLO)?;
     let unsigned = padded(&read(HELLO_UNSIGNED)?, signed.len())?;
     let daemon = audit()?;
@@ -717,6 +710,25 @@ fn vfat_time_set_back() -> Outcome {
     attack?;
     counters_grew(&before, &after, &[("cache_hits", 0), ("unsigned", 1)])?;
     audited(&daemon, "elfsig_exec", "unsigned", "/mnt/prog")
+}
+
+/// A vfat file system of `mib` MiB made in `image` (busybox's mkdosfs), on a loop device,
+/// mounted at `mnt` with `options` (and the code page and character set every kernel builds);
+/// returns the loop device.
+pub(crate) fn vfat_mounted(image: &str, mib: u64, mnt: &str, options: &str) -> Result<String, String> {
+    File::create(image).and_then(|f| f.set_len(mib << 20)).context("create the image")?;
+    let made = run(BUSYBOX, &["mkdosfs", image, &(mib * 1024).to_string()]).context("mkdosfs")?;
+    ensure(made.status.success(), || format!("mkdosfs: {}", String::from_utf8_lossy(&made.stderr)))?;
+    let device = system::loop_attach(image).context("attach a loop device")?;
+    std::fs::create_dir_all(mnt).context("create mnt")?;
+    vfat_mount(&device, mnt, options)?;
+    Ok(device)
+}
+
+/// Mounts the vfat file system on `device` at `mnt` (see [`vfat_mounted`]).
+pub(crate) fn vfat_mount(device: &str, mnt: &str, options: &str) -> Outcome {
+    let options = format!("{options},codepage=437,iocharset=iso8859-1");
+    system::mount_with(device, mnt, "vfat", 0, &options).context("mount vfat")
 }
 
 /// btrfs subvolumes number their inodes alike and share one superblock: two files, one in each

@@ -2,12 +2,13 @@
 //! VM and unsigned again): each is verified again, never served a stale verdict from the cache.
 
 use elfsig_guest::harness::{
-    Context, Outcome, Suite, copy_exec, counters_grew, ensure, grew, read, refused, run, runs, stats, write_exec,
+    Context, Outcome, Suite, copy_exec, counters_grew, ensure, grew, read, refused, runs, stats, write_exec,
 };
-use elfsig_guest::image::{self, BUSYBOX, CERT, ELFSIG, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, KEY};
+use elfsig_guest::image::{self, CERT, ELFSIG, HELLO_OUTPUT as HELLO, HELLO_UNSIGNED, KEY};
 use elfsig_guest::system;
 
 use crate::tamper::Map;
+use crate::unprivileged::{vfat_mount, vfat_mounted};
 
 const WORK: &str = "/tmp/work";
 
@@ -83,19 +84,11 @@ pub(crate) fn cases(suite: &mut Suite<'_>) {
 fn page_cache() -> Outcome {
     let dir = format!("{WORK}/block");
     std::fs::create_dir_all(&dir).context("create the directory")?;
-    let image = format!("{dir}/vfat.img");
-    std::fs::File::create(&image).and_then(|f| f.set_len(16 << 20)).context("create the image")?;
-    let made = run(BUSYBOX, &["mkdosfs", &image, "16384"]).context("mkdosfs")?;
-    ensure(made.status.success(), || format!("mkdosfs: {}", String::from_utf8_lossy(&made.stderr)))?;
-    let device = system::loop_attach(&image).context("attach a loop device")?;
-    let mnt = format!("{dir}/mnt");
-    std::fs::create_dir_all(&mnt).context("create mnt")?;
-    let mount = || {
-        system::mount_with(&device, &mnt, "vfat", 0, "umask=022,codepage=437,iocharset=iso8859-1").context("mount vfat")
-    };
+    let (image, mnt) = (format!("{dir}/vfat.img"), format!("{dir}/mnt"));
+    let device = vfat_mounted(&image, 16, &mnt, "umask=022")?;
     // Mounted again: nothing of its files is in the page cache.
-    let remount = || system::unmount(&mnt).context("unmount vfat").and_then(|()| mount());
-    mount()?;
+    let remount =
+        || system::unmount(&mnt).context("unmount vfat").and_then(|()| vfat_mount(&device, &mnt, "umask=022"));
     let outcome = (|| {
         let len = std::fs::metadata(ELFSIG).context("stat the CLI")?.len();
         for (path, in_place) in [(format!("{mnt}/elfsig"), true), (format!("{WORK}/elfsig-on-tmpfs"), false)] {
