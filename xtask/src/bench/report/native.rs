@@ -50,7 +50,8 @@ pub(super) fn section(md: &mut String, native: &Native) {
     md.push_str(
         "\n`verify/*` is `elfsig verify`'s work (parse, hash, RSA in the rsa crate); `sign/*` signs a directory \
          on one core and on all; `exec-path/*` is what the module does on a cache miss minus the PKCS#7 check \
-         (locate, read the payload, hash), on the programs of the coreutils table and ld.so.\n\n",
+         (locate, read the payload, hash), on the programs of the coreutils table and ld.so, their bytes in \
+         memory as the page cache holds them for the module to hash in place (kmod/README.md).\n\n",
     );
     md.push_str(
         "| program | native exec | module work (program + ld.so + 2 RSA checks) | projected elfsig-cold | \
