@@ -11,7 +11,10 @@
 //!    would accept).
 //! 2. Read and parse the payload: the record and the PKCS#7 blob.
 //! 3. Check the PKCS#7 signature over the record. It needs no hashing, so a file signed by an
-//!    unknown key is refused without being read.
+//!    unknown key is refused without being read. Where the environment can check it on another
+//!    CPU ([`Trust::begin_signature`], the kernel with more than one), that check runs while
+//!    the file is hashed instead, and its answer is taken before anything the hashing found:
+//!    the refusal is the one it would have been, the file only read for nothing.
 //! 4. Check the record's binding to this file: its length and the payload's position. A
 //!    signature moved from another file, or a file grown or cut since signing, fails here.
 //! 5. Hash everything but the payload in bounded chunks and compare with the signed digest.
@@ -63,6 +66,15 @@ pub trait Trust {
     /// [`Reason::UnknownKey`], [`Reason::BadSignature`], [`Reason::MalformedSignature`] or
     /// [`Reason::Error`].
     fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<Self::Signer, Refused<Self::Detail>>;
+
+    /// Starts checking the signature `cms` over `record` elsewhere, on another CPU, while the
+    /// file is hashed: true when it did, and the next [`Trust::check_signature`] (with the same
+    /// arguments) then waits for that check and gives its answer. By default nothing is
+    /// started, and the signature is checked before the file is read.
+    fn begin_signature(&mut self, record: &[u8], cms: &[u8]) -> bool {
+        let _ = (record, cms);
+        false
+    }
 
     /// Refuses a revoked digest with [`Reason::Revoked`], and with [`Reason::Error`] when
     /// revocation cannot be checked: failing to look is not "not revoked".
@@ -185,12 +197,23 @@ pub fn verify<H: Sha256, T: Trust, F: Source>(
 
     let mut payload_buf = scratch.buffer(location.payload_len()).ok_or(Refused::errno(ENOMEM))?;
     let payload = Payload::read(file, &location, payload_buf.as_mut()).map_err(Refused::parse)?;
-    let signer = trust.check_signature(payload.record_bytes, payload.cms)?;
+    let checked_first = if trust.begin_signature(payload.record_bytes, payload.cms) {
+        None
+    } else {
+        Some(trust.check_signature(payload.record_bytes, payload.cms)?)
+    };
     let record = payload.record;
-    if !record.matches(&location) {
+    let bound = record.matches(&location);
+    let hashed = bound.then(|| digest::<H, T::Detail>(file, &location.hashed_ranges(), scratch));
+    // The signature's answer first, as if it had been checked before the rest.
+    let signer = match checked_first {
+        Some(signer) => signer,
+        None => trust.check_signature(payload.record_bytes, payload.cms)?,
+    };
+    let Some(hashed) = hashed else {
         return Err(Refused { reason: Reason::Modified, detail: Detail::Binding });
-    }
-    let digest = digest::<H, T::Detail>(file, &location.hashed_ranges(), scratch)?;
+    };
+    let digest = hashed?;
     if digest != record.digest {
         return Err(Refused { reason: Reason::Modified, detail: Detail::Digest });
     }

@@ -60,18 +60,29 @@ fn digest_of(bytes: &[u8]) -> [u8; 32] {
     h.finish().unwrap()
 }
 
-/// Trusts one signature blob; everything else is by an unknown key. Revokes one digest.
+/// Trusts one signature blob; everything else is by an unknown key. Revokes one digest. With
+/// `beside`, it checks signatures "on another CPU": it begins them, and answers when asked.
+#[derive(Clone)]
 struct StandInTrust {
     trusted: Vec<u8>,
     revoked: Option<[u8; 32]>,
     revocation_fails: bool,
+    beside: bool,
+    /// The signature begun beside, not yet asked for.
+    begun: Option<(Vec<u8>, Vec<u8>)>,
+    /// Signatures checked (the answers given).
+    checked: usize,
 }
 
 impl Trust for StandInTrust {
     type Signer = &'static str;
     type Detail = &'static str;
 
-    fn check_signature(&mut self, _record: &[u8], cms: &[u8]) -> Result<&'static str, Refused<&'static str>> {
+    fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<&'static str, Refused<&'static str>> {
+        if let Some(begun) = self.begun.take() {
+            assert_eq!(begun, (record.to_vec(), cms.to_vec()), "asked for another signature than the one begun");
+        }
+        self.checked += 1;
         if cms == self.trusted {
             Ok("the stand-in key")
         } else {
@@ -79,7 +90,15 @@ impl Trust for StandInTrust {
         }
     }
 
+    fn begin_signature(&mut self, record: &[u8], cms: &[u8]) -> bool {
+        if self.beside {
+            self.begun = Some((record.to_vec(), cms.to_vec()));
+        }
+        self.beside
+    }
+
     fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refused<&'static str>> {
+        assert!(self.begun.is_none(), "a signature begun beside was never asked for");
         if self.revocation_fails {
             return Err(Refused::errno(12));
         }
@@ -92,7 +111,14 @@ impl Trust for StandInTrust {
 }
 
 fn trust() -> StandInTrust {
-    StandInTrust { trusted: invariants::fake_cms(600), revoked: None, revocation_fails: false }
+    StandInTrust {
+        trusted: invariants::fake_cms(600),
+        revoked: None,
+        revocation_fails: false,
+        beside: false,
+        begun: None,
+        checked: 0,
+    }
 }
 
 /// Buffers from the heap, until `budget` of them have been given out.
@@ -228,6 +254,37 @@ fn a_changed_byte_is_a_digest_mismatch_and_a_changed_length_a_binding_mismatch()
     HASHED.set(0);
     let refused = run(&longer, Structure::Locate, &mut trust()).unwrap_err();
     assert_eq!(refused, Refused { reason: Reason::Modified, detail: Detail::Binding });
+    assert_eq!(HASHED.get(), 0, "hashed a file whose length is not the signed one");
+}
+
+#[test]
+fn a_signature_checked_beside_the_hashing_gives_every_answer_the_one_checked_first_gives() {
+    let signed = sign(&program());
+    let mut changed = signed.clone();
+    changed[24] ^= 0xff; // e_entry: a digest mismatch
+    let mut longer = signed.clone();
+    longer.push(0); // a binding mismatch
+    let mut revoked = trust();
+    revoked.revoked = Some(run(&signed, Structure::Locate, &mut trust()).unwrap().digest);
+    let mut failing = trust();
+    failing.revocation_fails = true;
+    let mut other_key = trust();
+    other_key.trusted = invariants::fake_cms(601);
+    for file in [&signed, &changed, &longer] {
+        for trust in [trust(), other_key.clone(), revoked.clone(), failing.clone()] {
+            let (mut first, mut beside) = (trust.clone(), trust);
+            beside.beside = true;
+            let checked_first = run(file, Structure::Locate, &mut first);
+            let checked_beside = run(file, Structure::Locate, &mut beside);
+            assert_eq!(checked_first, checked_beside);
+            assert_eq!((first.checked, beside.checked), (1, 1), "each checks the signature once");
+        }
+    }
+    // A file whose length is not the signed one is not hashed, beside or not.
+    let mut beside = trust();
+    beside.beside = true;
+    HASHED.set(0);
+    assert_eq!(run(&longer, Structure::Locate, &mut beside).unwrap_err().reason, Reason::Modified);
     assert_eq!(HASHED.get(), 0, "hashed a file whose length is not the signed one");
 }
 
