@@ -21,6 +21,7 @@ pub(crate) mod pending;
 pub(crate) mod policy;
 pub(crate) mod records;
 pub(crate) mod securityfs;
+pub(crate) mod workqueue;
 
 use kernel::error::Error;
 use kernel::ffi::c_int;

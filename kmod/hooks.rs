@@ -19,7 +19,7 @@ use crate::refusal::{report, report_write, Access, Failure};
 use crate::runtime::{self, Memory};
 use crate::state::STATE;
 use crate::stats::Stats;
-use crate::verdict;
+use crate::verdict::{self, Ahead};
 
 /// Decides an exec. Returns `-ENOEXEC` to let it proceed (the next handler, binfmt_elf, loads
 /// the file) and `-EACCES` to refuse it. Files that are not ELF pass through: scripts reach this
@@ -30,7 +30,8 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
     }
     let exec = exec_end::current_exec();
     let (mut name, mut unverified_name) = (KVec::new(), KVec::new());
-    let (interpreter, program) = match verdict::check_program(file, &mut name) {
+    let mut ahead = Ahead::none();
+    let (interpreter, program) = match verdict::check_program(file, &mut name, &mut ahead) {
         Ok(program) => {
             if let Err(failure) = runtime::check_exec(program.runtime) {
                 if report(file, failure, Access::Exec) {
@@ -47,7 +48,7 @@ pub(crate) fn check_exec(file: FileRef<'_>, head: &[u8]) -> c_int {
             None,
         ),
     };
-    let (expected, outcome) = verdict::check_interpreter(interpreter);
+    let (expected, outcome) = verdict::check_interpreter(interpreter, ahead);
     if let Err(failure) = outcome {
         if report(file, failure.in_interpreter(), Access::Exec) {
             return refuse(exec);
@@ -122,8 +123,9 @@ pub(crate) fn check_exec_query(file: FileRef<'_>) -> c_int {
 /// The program of an `execveat(AT_EXECVE_CHECK)`: checked as the exec handler checks one.
 fn check_queried_program(file: FileRef<'_>) -> c_int {
     let mut name = KVec::new();
-    let outcome = verdict::check_program(file, &mut name).and_then(|program| {
-        verdict::check_interpreter(program.interpreter)
+    let mut ahead = Ahead::none();
+    let outcome = verdict::check_program(file, &mut name, &mut ahead).and_then(|program| {
+        verdict::check_interpreter(program.interpreter, ahead)
             .1
             .map_err(Failure::in_interpreter)?;
         runtime::check_exec(program.runtime)

@@ -37,6 +37,11 @@ pub(crate) struct Stats {
     pub(crate) cache_misses: AtomicU64,
     /// Checks of the initramfs's own files, not verified (`trust_initramfs`).
     pub(crate) initramfs_trusted: AtomicU64,
+    /// ELF interpreters checked on another CPU while their program was verified
+    /// (`verdict/ahead.rs`).
+    pub(crate) interpreters_ahead: AtomicU64,
+    /// Signatures checked on another CPU while their file was hashed (`verdict/verify.rs`).
+    pub(crate) signatures_beside: AtomicU64,
     /// Execs whose mapped ELF interpreter was not the file checked for them.
     pub(crate) interpreter_replaced: AtomicU64,
     /// Execs whose stacked program's real file (overlayfs) changed or was opened for writing
@@ -53,7 +58,8 @@ pub(crate) struct Stats {
     pub(crate) verify_ns: AtomicU64,
     /// Of that, time spent in SHA-256, in ns.
     pub(crate) hash_ns: AtomicU64,
-    /// Of that, time spent checking signatures (PKCS#7 and the keyrings), in ns.
+    /// Time spent checking signatures (PKCS#7 and the keyrings), in ns: part of `verify_ns`,
+    /// but where a worker checks them while the file is hashed (more than one CPU).
     pub(crate) signature_ns: AtomicU64,
     /// Bytes currently allocated for verification.
     pub(crate) memory: AtomicU64,
@@ -76,12 +82,12 @@ impl Drop for MemoryCharge<'_> {
 
 /// The counters at one moment, read once each before any is formatted.
 pub(crate) struct Snapshot {
-    values: [u64; 21],
+    values: [u64; 23],
     reasons: [u64; REASONS],
 }
 
 /// The names of [`Snapshot::values`], in the order the stats file lists them after the reasons.
-const NAMES: [&str; 21] = [
+const NAMES: [&str; 23] = [
     "checked",
     "allowed",
     "denied",
@@ -93,6 +99,8 @@ const NAMES: [&str; 21] = [
     "cache_hits",
     "cache_misses",
     "initramfs_trusted",
+    "interpreters_ahead",
+    "signatures_beside",
     "interpreter_replaced",
     "program_replaced",
     "writes_refused",
@@ -120,6 +128,8 @@ impl Stats {
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             initramfs_trusted: AtomicU64::new(0),
+            interpreters_ahead: AtomicU64::new(0),
+            signatures_beside: AtomicU64::new(0),
             interpreter_replaced: AtomicU64::new(0),
             program_replaced: AtomicU64::new(0),
             writes_refused: AtomicU64::new(0),
@@ -185,6 +195,8 @@ impl Stats {
                 &self.cache_hits,
                 &self.cache_misses,
                 &self.initramfs_trusted,
+                &self.interpreters_ahead,
+                &self.signatures_beside,
                 &self.interpreter_replaced,
                 &self.program_replaced,
                 &self.writes_refused,

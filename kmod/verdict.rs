@@ -3,13 +3,16 @@
 //! The verdict on a file: whether it may be checked where it lives (elfsig-core's
 //! `filesystem`), the verdict cache, and verification of what the cache misses, with writers
 //! to its real inode refused meanwhile. One lookup serves every hook: a program, its ELF
-//! interpreter, a file mapped executable.
+//! interpreter, a file mapped executable. A program's interpreter may be checked on another
+//! CPU while the program is verified (`ahead.rs`).
 
+mod ahead;
 mod verify;
 
 use core::ffi::CStr;
 use kernel::prelude::*;
 
+pub(crate) use self::ahead::Ahead;
 use self::verify::Verified;
 use crate::cache::{Entry, Runtime};
 use crate::elfsig_core::filesystem::{self, Keeping};
@@ -31,11 +34,13 @@ pub(crate) struct Program<'n> {
 }
 
 /// Checks a program. A cached program costs one lookup (and, when it is dynamically linked,
-/// reading its interpreter's name); only what is not cached is read and hashed. A dynamic
-/// loader run directly is refused when the policy says so.
+/// reading its interpreter's name); only what is not cached is read and hashed, its
+/// interpreter checked meanwhile on another CPU where it can be (`ahead`, for
+/// [`check_interpreter`]). A dynamic loader run directly is refused when the policy says so.
 pub(crate) fn check_program<'n>(
     file: FileRef<'_>,
     name: &'n mut KVec<u8>,
+    ahead: &mut Ahead,
 ) -> Result<Program<'n>, Failure> {
     Stats::add(&STATE.stats.checked, 1);
     match lookup(file)? {
@@ -53,6 +58,7 @@ pub(crate) fn check_program<'n>(
             })
         }
         Lookup::Miss(miss) => {
+            *ahead = Ahead::start(file);
             let (verified, id) = verify_into_cache(file, miss, name)?;
             loader_allowed(verified.exec.loader)?;
             Ok(Program {
@@ -90,13 +96,23 @@ pub(crate) fn check_file(file: FileRef<'_>, name: &mut KVec<u8>) -> Result<FileI
 /// Checks the ELF interpreter at `path` (with `None`, there is none to check). Returns the
 /// identity of the file checked, which binfmt_elf is to map, with the verdict. A cache check
 /// needs only the identity of the file the path names; the file is opened (and so protected
-/// from writes while it is hashed) only to verify it.
-pub(crate) fn check_interpreter(path: Option<&CStr>) -> (Option<FileId>, Result<(), Failure>) {
+/// from writes while it is hashed) only to verify it. What `ahead` checked of the same path,
+/// opened the same way, is the answer.
+pub(crate) fn check_interpreter(
+    path: Option<&CStr>,
+    ahead: Ahead,
+) -> (Option<FileId>, Result<(), Failure>) {
     let Some(path) = path else {
         return (None, Ok(()));
     };
     let stats = &STATE.stats;
     Stats::add(&stats.checked, 1);
+    if let Some(outcome) = ahead.outcome_for(path) {
+        return match outcome {
+            Ok(id) => (Some(id), Ok(())),
+            Err(failure) => (None, Err(failure)),
+        };
+    }
     if let Ok(id) = file::path_id(path) {
         // A file that may not be checked where it lives is refused below, once opened.
         if let Some(entry) = admit(&id)

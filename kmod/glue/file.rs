@@ -111,6 +111,7 @@ extern "C" {
     fn elfsig_shim_file_size(file: *mut RawFile) -> u64;
     fn elfsig_shim_file_read(file: *mut RawFile, buf: *mut u8, len: usize, pos: u64) -> isize;
     fn elfsig_shim_file_lendable(file: *mut RawFile) -> bool;
+    fn elfsig_shim_file_resident(file: *mut RawFile) -> bool;
     fn elfsig_shim_file_lend(file: *mut RawFile, pos: u64, end: u64, lent: *mut RawLent) -> c_int;
     fn elfsig_shim_file_unlend(lent: *mut RawLent);
     fn elfsig_shim_killed() -> bool;
@@ -203,6 +204,13 @@ impl<'a> FileRef<'a> {
             .ok_or(code::EINVAL)
     }
 
+    /// Whether reading all of it now needs neither I/O nor memory: a local disk file system's,
+    /// tmpfs's or ramfs's file whose every page the page cache holds.
+    pub(crate) fn resident(&self) -> bool {
+        // SAFETY: by the type invariant `ptr` is an open file.
+        unsafe { elfsig_shim_file_resident(self.as_ptr()) }
+    }
+
     /// Whether it is a regular file (not a device, a pipe, a socket).
     pub(crate) fn is_regular(&self) -> bool {
         // SAFETY: by the type invariant `ptr` is an open file.
@@ -290,7 +298,8 @@ impl Drop for WriteDenial<'_> {
 }
 
 /// Reads through `kernel_read`. A task being killed reads no more (`EINTR`): verifying a huge
-/// file stops at its next chunk when the exec's task gets `SIGKILL`, and is refused.
+/// file stops at its next chunk when the exec's task gets `SIGKILL`, and is refused; so does a
+/// worker reading for that task (`workqueue.rs`).
 impl ReadSomeAt for FileRef<'_> {
     fn read_some_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError> {
         // SAFETY: reads the current task's signal state.
@@ -426,6 +435,10 @@ pub(crate) fn path_id(path: &CStr) -> Result<FileId> {
 pub(crate) struct ExecFile {
     ptr: NonNull<RawFile>,
 }
+
+// SAFETY: an open file may be read, and closed, from any task (a worker checking it for the task
+// that opened it, `workqueue.rs`).
+unsafe impl Send for ExecFile {}
 
 impl ExecFile {
     /// Opens `path` as binfmt_elf opens an ELF interpreter.

@@ -78,10 +78,13 @@ void elfsig_shim_fault_remove(void) {}
 static bool elfsig_read_should_fail(size_t len) { return false; }
 #endif
 
-/* Whether the current task has a fatal signal pending (SIGKILL): it will never run again. */
+/*
+ * Whether the current task has a fatal signal pending (SIGKILL): it will never run again. On a
+ * worker checking a file for a task (workqueue.c), whether that task has.
+ */
 bool elfsig_shim_killed(void)
 {
-	return fatal_signal_pending(current);
+	return fatal_signal_pending(elfsig_shim_job_client());
 }
 
 ssize_t elfsig_shim_file_read(struct file *file, u8 *buf, size_t len, u64 pos)
@@ -131,6 +134,31 @@ bool elfsig_shim_file_lendable(struct file *file)
 	default:
 		return false;
 	}
+}
+
+/*
+ * Whether reading the whole file now needs neither I/O nor memory: a regular file of a local
+ * disk file system (elfsig_shim_file_lendable()), tmpfs or ramfs, every page of which the page
+ * cache holds. Such a file can be checked on a worker (kmod/verdict/ahead.rs) and cost the
+ * same as in its task: no read charged to another cgroup, no credentials asked of a server.
+ * A page reclaimed meanwhile is read in again as any read would, only charged to the worker.
+ */
+bool elfsig_shim_file_resident(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct address_space *mapping = file->f_mapping;
+	unsigned long magic = inode->i_sb->s_magic;
+
+	if (!elfsig_shim_file_lendable(file)) {
+#ifdef FMODE_FSNOTIFY_HSM
+		if (FMODE_FSNOTIFY_HSM(file->f_mode))
+			return false;
+#endif
+		if (!(file->f_mode & FMODE_READ) || !S_ISREG(inode->i_mode) || !mapping ||
+		    mapping->host != inode || (magic != TMPFS_MAGIC && magic != RAMFS_MAGIC))
+			return false;
+	}
+	return READ_ONCE(mapping->nrpages) >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE);
 }
 
 /* The most bytes handed out at once: what kernel_read() chunks were, so that no one SHA-256

@@ -138,6 +138,7 @@ struct elfsig_lent {
 bool elfsig_shim_file_lendable(struct file *file);
 int elfsig_shim_file_lend(struct file *file, u64 pos, u64 end, struct elfsig_lent *lent);
 void elfsig_shim_file_unlend(struct elfsig_lent *lent);
+bool elfsig_shim_file_resident(struct file *file);
 bool elfsig_shim_killed(void);
 struct inode;
 /* Without the file handle, and safe in atomic context (the end of an exec). */
@@ -171,6 +172,14 @@ void elfsig_shim_audit_policy(const char *cause, u64 serial, bool loaded);
 void elfsig_shim_audit_task_refusal(const char *op, const char *cause, bool enforced);
 void elfsig_shim_log_task_refusal(const char *what, const char *message, bool enforced);
 void elfsig_shim_fault_remove(void);
+
+/* ---- workqueue.c: work done on another CPU while its task waits --------------------------- */
+
+struct elfsig_job;
+bool elfsig_shim_job_possible(void);
+struct elfsig_job *elfsig_shim_job_start(void (*run)(void *data), void *data);
+void elfsig_shim_job_wait(struct elfsig_job *job);
+struct task_struct *elfsig_shim_job_client(void);
 
 /* ---- crypto.c: SHA-256 --------------------------------------------------------------------- */
 

@@ -3,8 +3,9 @@
 //! The kernel's side of elfsig-core's verifier, which owns the steps and their order: files
 //! read through `kernel_read` (and hashed where the page cache holds them, where it can),
 //! SHA-256 from the crypto API, the kernel's keyrings, the loaded policy and the revocation
-//! list, buffers from `kvmalloc` counted in the stats. And what exec makes of a file that
-//! verified, read through the same reader.
+//! list, buffers from `kvmalloc` counted in the stats; with more than one CPU, the signature
+//! checked on a worker while the file is hashed. And what exec makes of a file that verified,
+//! read through the same reader.
 
 use core::ffi::CStr;
 use kernel::alloc::KVVec;
@@ -19,6 +20,7 @@ use crate::glue::crypto;
 use crate::glue::file::FileRef;
 use crate::glue::keys::{self, SignatureError as KeyError};
 use crate::glue::policy::Held;
+use crate::glue::workqueue::{self, Job, Running};
 use crate::refusal::{Failure, KernelDetail, Refusal};
 use crate::state::STATE;
 use crate::stats::{MemoryCharge, Stats};
@@ -85,21 +87,97 @@ impl Sha256 for KernelSha256 {
 }
 
 /// The builtin and secondary trusted keyrings, the module's own, `.blacklist`, and the policy
-/// loaded when the verification began (held to its end, so that it sees one policy whole).
+/// loaded when the verification began (held to its end, so that it sees one policy whole). With
+/// more than one CPU, the signature is checked on a worker while the file is hashed (`beside`,
+/// which holds the policy meanwhile).
 struct Keyrings {
     policy: Option<Held>,
+    beside: Option<Running<SignatureCheck>>,
+}
+
+impl Keyrings {
+    fn new() -> Self {
+        Keyrings {
+            policy: Held::current(),
+            beside: None,
+        }
+    }
+}
+
+/// A signature checked on a worker: copies of the record and the PKCS#7 blob (a few KiB), and
+/// the policy the verification holds, given back with the answer.
+struct SignatureCheck {
+    record: KVec<u8>,
+    cms: KVec<u8>,
+    policy: Option<Held>,
+    outcome: Option<Result<(), KeyError>>,
+}
+
+impl Job for SignatureCheck {
+    fn run(&mut self) {
+        let (record, cms, policy) = (&self.record, &self.cms, self.policy.as_ref());
+        self.outcome = Some(Stats::timed(&STATE.stats.signature_ns, || {
+            keys::verify_pkcs7(record, cms, policy)
+        }));
+    }
+}
+
+/// A copy of `bytes`.
+fn copied(bytes: &[u8]) -> Option<KVec<u8>> {
+    let mut copy = KVec::with_capacity(bytes.len(), GFP_KERNEL).ok()?;
+    copy.extend_from_slice(bytes, GFP_KERNEL).ok()?;
+    Some(copy)
 }
 
 impl Trust for Keyrings {
     type Signer = ();
     type Detail = KernelDetail;
 
+    fn begin_signature(&mut self, record: &[u8], cms: &[u8]) -> bool {
+        if !workqueue::possible() {
+            return false;
+        }
+        let (Some(record), Some(cms)) = (copied(record), copied(cms)) else {
+            return false;
+        };
+        let check = SignatureCheck {
+            record,
+            cms,
+            policy: None,
+            outcome: None,
+        };
+        let Ok(mut check) = KBox::new(check, GFP_KERNEL) else {
+            return false;
+        };
+        check.policy = self.policy.take();
+        match workqueue::start(check) {
+            Ok(running) => {
+                Stats::add(&STATE.stats.signatures_beside, 1);
+                self.beside = Some(running);
+                true
+            }
+            Err(mut check) => {
+                self.policy = check.policy.take();
+                false
+            }
+        }
+    }
+
     fn check_signature(&mut self, record: &[u8], cms: &[u8]) -> Result<(), Refusal> {
-        let policy = self.policy.as_ref();
-        Stats::timed(&STATE.stats.signature_ns, || {
-            keys::verify_pkcs7(record, cms, policy)
-        })
-        .map_err(|error| match error {
+        let outcome = match self.beside.take() {
+            Some(running) => {
+                let mut check = running.wait();
+                self.policy = check.policy.take();
+                check.outcome.unwrap_or(Err(KeyError::Failed(EINVAL)))
+            }
+            None => {
+                let policy = self.policy.as_ref();
+                Stats::timed(&STATE.stats.signature_ns, || {
+                    keys::verify_pkcs7(record, cms, policy)
+                })
+            }
+        };
+        outcome.map_err(|error| match error {
             KeyError::UnknownKey => Refused::new(Reason::UnknownKey),
             KeyError::Rejected => Refused::new(Reason::BadSignature),
             KeyError::RevokedKey => Refused::by_trust(Reason::Revoked, KernelDetail::RevokedKey),
@@ -175,9 +253,7 @@ pub(crate) fn verify_file<'n>(
     name: &'n mut KVec<u8>,
 ) -> Result<Verified<'n>, Failure> {
     let mut reader = reader(file);
-    let mut keyrings = Keyrings {
-        policy: Held::current(),
-    };
+    let mut keyrings = Keyrings::new();
     let mut counted = CountingLent(&mut reader);
     let verified =
         verify::<KernelSha256, _, _>(&mut counted, Structure::Locate, &mut keyrings, &mut Vmalloc)?;
@@ -191,7 +267,11 @@ pub(crate) fn verify_file<'n>(
 /// Refuses a digest revoked in `.blacklist`, and refuses when revocation cannot be checked. A
 /// cached verdict needs no check against the policy: loading one empties the cache.
 pub(crate) fn not_revoked(digest: &[u8; 32]) -> Result<(), Failure> {
-    Ok(Keyrings { policy: None }.check_revocation(digest)?)
+    Ok(Keyrings {
+        policy: None,
+        beside: None,
+    }
+    .check_revocation(digest)?)
 }
 
 /// What exec makes of a file.
