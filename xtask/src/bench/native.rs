@@ -21,7 +21,7 @@ pub const COREUTILS: [&str; 18] = [
 /// One criterion result.
 #[derive(Debug, Clone)]
 pub struct Criterion {
-    /// Group (`verify`, `sign`, `exec-path`).
+    /// Group (`verify`, `sign`, `exec-path`, `first-exec`).
     pub group: String,
     /// Benchmark within the group.
     pub name: String,
@@ -107,7 +107,7 @@ fn openssl_rsa3072_verify_us() -> Result<f64> {
 fn criterion_results() -> Result<Vec<Criterion>> {
     let root = paths::target().join("criterion");
     let mut results = Vec::new();
-    for group in ["verify", "sign", "exec-path"] {
+    for group in ["verify", "sign", "exec-path", "first-exec"] {
         let Ok(entries) = fs::read_dir(root.join(group)) else { continue };
         let mut names: Vec<String> =
             entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
