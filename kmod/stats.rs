@@ -37,10 +37,11 @@ pub(crate) struct Stats {
     pub(crate) cache_misses: AtomicU64,
     /// Checks of the initramfs's own files, not verified (`trust_initramfs`).
     pub(crate) initramfs_trusted: AtomicU64,
-    /// ELF interpreters checked on another CPU while their program was verified
-    /// (`verdict/ahead.rs`).
+    /// ELF interpreters handed to another CPU to check while their program was verified
+    /// (`verdict/ahead.rs`; the task checks one itself if no worker took it in time).
     pub(crate) interpreters_ahead: AtomicU64,
-    /// Signatures checked on another CPU while their file was hashed (`verdict/verify.rs`).
+    /// Signatures handed to another CPU to check while their file was hashed
+    /// (`verdict/verify.rs`; the task checks one itself if no worker took it in time).
     pub(crate) signatures_beside: AtomicU64,
     /// Execs whose mapped ELF interpreter was not the file checked for them.
     pub(crate) interpreter_replaced: AtomicU64,

@@ -10,8 +10,9 @@ use core::ptr::NonNull;
 
 use kernel::prelude::*;
 
-/// What a worker does.
-pub(crate) trait Job: Send {
+/// What a worker does. A job owns what it works on (`'static`): it may outlive whatever
+/// borrowed data its owner has, were a [`Running`] ever leaked.
+pub(crate) trait Job: Send + 'static {
     /// Runs on the worker, the job's owner waiting or busy with something else.
     fn run(&mut self);
 }
@@ -38,7 +39,8 @@ pub(crate) fn possible() -> bool {
     unsafe { elfsig_shim_job_possible() }
 }
 
-/// A job a worker has, handed back by [`Running::wait`]; dropping it waits for it too.
+/// A job a worker has, handed back by [`Running::wait`]; dropping it waits for it too. Waiting
+/// for a job no worker has taken yet runs it in the waiting task.
 ///
 /// # Invariants
 ///

@@ -16,6 +16,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/fs_struct.h>
+#include <linux/fsnotify.h>
 #include <linux/highmem.h>
 #include <linux/hugetlb.h>
 #include <linux/iversion.h>
@@ -137,9 +138,9 @@ bool elfsig_shim_file_lendable(struct file *file)
 }
 
 /*
- * Whether reading the whole file now needs neither I/O nor memory: a regular file of a local
- * disk file system (elfsig_shim_file_lendable()), tmpfs or ramfs, every page of which the page
- * cache holds. Such a file can be checked on a worker (kmod/verdict/ahead.rs) and cost the
+ * Whether reading the whole file now needs neither I/O nor memory, nor anyone's answer: a
+ * regular file of a local disk file system (elfsig_shim_file_lendable()), tmpfs or ramfs, every
+ * page of which the page cache holds, on a file system no fanotify permission event watches. Such a file can be checked on a worker (kmod/verdict/ahead.rs) and cost the
  * same as in its task: no read charged to another cgroup, no credentials asked of a server.
  * A page reclaimed meanwhile is read in again as any read would, only charged to the worker.
  */
@@ -158,6 +159,9 @@ bool elfsig_shim_file_resident(struct file *file)
 		    mapping->host != inode || (magic != TMPFS_MAGIC && magic != RAMFS_MAGIC))
 			return false;
 	}
+	/* fanotify permission events would name the worker, and hold the task unkillable. */
+	if (fsnotify_sb_has_priority_watchers(inode->i_sb, FSNOTIFY_PRIO_CONTENT))
+		return false;
 	return READ_ONCE(mapping->nrpages) >= DIV_ROUND_UP(i_size_read(inode), PAGE_SIZE);
 }
 

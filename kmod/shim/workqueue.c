@@ -3,8 +3,9 @@
  * Work done on another CPU while the task that asked for it goes on, then waits: a program's ELF
  * interpreter checked while the task verifies the program (kmod/verdict/ahead.rs), a signature
  * checked while the task hashes the file (kmod/verdict/verify.rs). A job is a work item on the
- * unbound workqueue; its owner waits for it with flush_work() before it frees it or touches
- * what it works on, so a job never outlives the call that started it. The worker runs the Rust
+ * unbound workqueue; its owner waits for it with flush_work() (or, when no worker has taken it
+ * yet, takes it back and runs it itself) before it frees it or touches what it works on, so a
+ * job never outlives the call that started it. The worker runs the Rust
  * function it was given (glue/callbacks.rs). While it does, a read it makes stops when the task
  * it works for is killed (elfsig_shim_job_client(), which file.c's elfsig_shim_killed() asks),
  * as the task's own reads stop.
@@ -12,6 +13,7 @@
 
 #include <linux/cpumask.h>
 #include <linux/sched.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -21,7 +23,7 @@ struct elfsig_job {
 	struct work_struct work;
 	void (*run)(void *data);
 	void *data;
-	/* The task that waits for the job: alive until flush_work() returns. */
+	/* The task the job works for (a reference held until it is waited for). */
 	struct task_struct *client;
 };
 
@@ -53,15 +55,23 @@ struct elfsig_job *elfsig_shim_job_start(void (*run)(void *data), void *data)
 	INIT_WORK(&job->work, elfsig_job_work);
 	job->run = run;
 	job->data = data;
-	job->client = current;
+	job->client = get_task_struct(current);
 	queue_work(system_unbound_wq, &job->work);
 	return job;
 }
 
-/* Waits until the job has run, and frees it. */
+/*
+ * Waits until the job has run, and frees it. A job no worker has taken yet (none free, or no
+ * memory to make one) is taken back and run here, by the task itself: it never waits for a
+ * worker to exist, and a small program's exec does not wait for a worker to wake.
+ */
 void elfsig_shim_job_wait(struct elfsig_job *job)
 {
-	flush_work(&job->work);
+	if (cancel_work(&job->work))
+		job->run(job->data);
+	else
+		flush_work(&job->work);
+	put_task_struct(job->client);
 	kfree(job);
 }
 

@@ -84,7 +84,10 @@ impl Ahead {
             outcome: None,
         };
         match KBox::new(check, GFP_KERNEL).map(workqueue::start) {
-            Ok(Ok(running)) => Ahead(Some(running)),
+            Ok(Ok(running)) => {
+                Stats::add(&STATE.stats.interpreters_ahead, 1);
+                Ahead(Some(running))
+            }
             _ => Ahead::none(),
         }
     }
@@ -97,9 +100,7 @@ impl Ahead {
         if guessed != path.to_bytes_with_nul() {
             return None;
         }
-        let outcome = check.outcome?;
-        Stats::add(&STATE.stats.interpreters_ahead, 1);
-        Some(outcome)
+        check.outcome
     }
 }
 

@@ -189,6 +189,15 @@ impl Trust for Keyrings {
     }
 
     fn check_revocation(&mut self, digest: &[u8; 32]) -> Result<(), Refusal> {
+        // elfsig-core asks for the signature's answer first; a check still running beside
+        // holds the policy this one needs: refuse rather than look without it.
+        if let Some(running) = self.beside.take() {
+            self.policy = running.wait().policy.take();
+            return Err(Refused::by_trust(
+                Reason::Error,
+                KernelDetail::Errno(EINVAL.to_errno()),
+            ));
+        }
         let by_policy = self
             .policy
             .as_ref()
