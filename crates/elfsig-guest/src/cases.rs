@@ -21,6 +21,21 @@ use elfsig_guest::harness::Suite;
 
 use crate::{admin, audit, kernel_log, mapping, runtime, signed_policy, unprivileged};
 
+/// The checks the module hands to other CPUs (kmod/verdict/ahead.rs, the signature checked while
+/// the file is hashed), alone, in a guest of two vCPUs: the module loaded and its guard attached
+/// (which the vfat interpreter of `ld_so_not_in_the_page_cache_checked_after_the_program` needs:
+/// a file whose verdict is not kept is known unchanged at the end of the exec only by the
+/// guard's check of its mapping), nothing unloaded. True when all passed.
+pub(crate) fn run_beside() -> bool {
+    let mut suite = Suite::default();
+    suite.case("two_cpus_online", interpreters::two_cpus_online);
+    lifecycle::load_cases(&mut suite);
+    mapping::attach_case(&mut suite);
+    interpreters::beside_cases(&mut suite);
+    suite.case("kernel_log_has_no_bug_warning_or_oops", kernel_log::is_clean);
+    suite.run("elfsig: checks on other CPUs")
+}
+
 /// Runs every case; true when all passed.
 pub(crate) fn run_all() -> bool {
     // What the coreutils print without the module.

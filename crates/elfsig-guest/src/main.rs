@@ -1,4 +1,4 @@
-//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|nobpf|stress|probe`)
+//! The test VM's init: runs the suite the kernel command line names (`elfsig.suite=test|beside|nobpf|stress|probe`)
 //! and reports it in KTAP on the serial console, which `cargo xtask test` parses.
 
 mod admin;
@@ -43,6 +43,9 @@ fn main() {
         }
         "test" => {
             cases::run_all();
+        }
+        "beside" => {
+            cases::run_beside();
         }
         "stress" => {
             stress::run_all();

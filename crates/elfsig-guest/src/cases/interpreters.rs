@@ -40,9 +40,22 @@ fn interpreter_cases(suite: &mut Suite<'_>) {
         ensure(log.iter().any(|l| l.contains("ELF interpreter: modified")), || "no interpreter refusal logged".into())
     });
     suite.case("static_programs_unaffected_by_ld_so", || runs(image::HELLO, &[], Some(HELLO)));
+    beside_cases(suite);
+}
+
+/// The checks the module hands to other CPUs, and the same verdicts either way: run in every
+/// suite (with one CPU, nothing is handed over), and alone in a guest of two vCPUs
+/// (`cases::run_beside`), where everything is.
+pub(crate) fn beside_cases(suite: &mut Suite<'_>) {
     suite.case("signatures_checked_beside_the_hashing_with_the_same_verdicts", signature_beside);
     suite.case("first_exec_checks_ld_so_on_another_cpu_with_the_same_verdicts", interpreter_ahead);
     suite.case("ld_so_not_in_the_page_cache_checked_after_the_program", interpreter_not_resident);
+}
+
+/// Whether the guest has the two CPUs the cases of work on other CPUs need to mean anything.
+pub(crate) fn two_cpus_online() -> Outcome {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").context("read the online CPUs")?;
+    ensure(ahead_per_first_exec() == 1, || format!("CPUs online: {}; this suite needs two", online.trim()))
 }
 
 /// Interpreters checked on another CPU per first exec of a dynamic program: one with more than
